@@ -1,0 +1,65 @@
+"""Input conversion shared by the collision modules (host side, not hot path).
+
+Accepted inputs:
+
+* positions: numpy ``(N, 3)`` float, a ``wp.array(dtype=wp.vec3)`` of shape ``(N,)``,
+  or a ``wp.array2d`` of float32 with shape ``(N, 3)``;
+* triangles/edges: numpy ``(M, k)`` int, a ``wp.array2d(dtype=wp.int32)`` of shape ``(M, k)``,
+  or a 1D ``wp.array`` of ``wp.vec3i`` (triangles) / ``wp.vec2i`` (edges).
+
+wp.arrays already on the target device with the right dtype are used without copying.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import warp as wp
+
+
+def resolve_device(device, *arrays):
+    """The device to run on: ``device`` if given, else that of the first wp.array among ``arrays``."""
+    if device is not None:
+        return wp.get_device(device)
+    for a in arrays:
+        if isinstance(a, wp.array):
+            return a.device
+    return wp.get_device()
+
+
+def as_vec3_array(x, device) -> wp.array:
+    """Positions as a contiguous ``wp.array(dtype=wp.vec3)`` of shape ``(N,)`` [m] on ``device``."""
+    if isinstance(x, wp.array):
+        if x.dtype == wp.vec3 and x.ndim == 1:
+            return x if x.device == device else x.to(device)
+        if x.dtype == wp.float32 and x.ndim == 2 and x.shape[1] == 3 and x.is_contiguous:
+            v = x.view(wp.vec3)
+            return v if v.device == device else v.to(device)
+        x = x.numpy()
+    a = np.ascontiguousarray(np.asarray(x, dtype=np.float32))
+    if a.ndim != 2 or a.shape[1] != 3:
+        raise ValueError(f"positions must have shape (N, 3), got {a.shape}")
+    return wp.array(a, dtype=wp.vec3, device=device)
+
+
+def as_index_array(x, width: int, device) -> wp.array:
+    """Index table as a contiguous ``wp.array2d(dtype=wp.int32)`` of shape ``(M, width)``."""
+    if isinstance(x, wp.array):
+        if x.dtype == wp.int32 and x.ndim == 2 and x.shape[1] == width and x.is_contiguous:
+            return x if x.device == device else x.to(device)
+        vec_type = {3: wp.vec3i, 2: wp.vec2i}.get(width)
+        if x.ndim == 1 and x.is_contiguous and x.dtype == vec_type:
+            v = x.view(wp.int32)
+            return v if v.device == device else v.to(device)
+        x = x.numpy()
+    a = np.ascontiguousarray(np.asarray(x).astype(np.int32, copy=False))
+    if a.ndim != 2 or a.shape[1] != width:
+        raise ValueError(f"index table must have shape (M, {width}), got {a.shape}")
+    return wp.array(a, dtype=wp.int32, device=device)
+
+
+def unique_edges(triangles: np.ndarray) -> np.ndarray:
+    """Undirected edges of a triangle mesh, ``(E, 2)`` int32, each with ``e[0] < e[1]``, sorted."""
+    t = np.asarray(triangles, dtype=np.int64)
+    e = np.concatenate([t[:, [0, 1]], t[:, [1, 2]], t[:, [2, 0]]], axis=0)
+    e.sort(axis=1)
+    return np.unique(e, axis=0).astype(np.int32)
