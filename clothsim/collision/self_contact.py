@@ -1,0 +1,417 @@
+"""Self-contact candidate lists for the cloth (vertex–triangle, triangle–vertex, edge–edge).
+
+:class:`SelfContactDetector` finds, for a query radius R [m], every pair of non-adjacent
+primitives closer than R and writes them to fixed-capacity per-primitive lists, on the device,
+without host round trips (so ``detect()`` can be captured in a CUDA graph). Each list is
+written by one thread in BVH traversal order, so the lists are deterministic run to run.
+
+Array layouts (all int32 / float32 wp.arrays on the detector's device):
+
+=====================  ===============  ==============================================================
+name                   shape            meaning
+=====================  ===============  ==============================================================
+``vt_count``           (N,)             number of stored triangles near vertex v (<= ``vt_capacity``)
+``vt_tri``             (N * Kv,)        ``vt_tri[v * Kv + k]``, k < vt_count[v]: triangle index
+``tv_count``           (M,)             number of stored vertices near triangle t (<= ``tv_capacity``)
+``tv_vertex``          (M * Kt,)        ``tv_vertex[t * Kt + k]``: vertex index
+``ee_count``           (E,)             number of stored edges near edge e (<= ``ee_capacity``)
+``ee_edge``            (E * Ke,)        ``ee_edge[e * Ke + k]``: edge index (both (e, f) and (f, e) are stored)
+``min_dist``           (N,)             [m] smallest distance from any primitive containing v (v itself,
+                                        a triangle of v, an edge of v) to a non-adjacent primitive, among
+                                        all pairs found (stored or not); R if none
+``overflow``           (1,)             number of lists that needed more than their capacity since the last
+                                        :meth:`reset_overflow` (0 = nothing dropped)
+``required``           (3,)             longest list needed (vt, tv, ee) since the last reset
+=====================  ===============  ==============================================================
+
+"Near" means distance < R between the closest points: point–triangle distance for vt/tv,
+segment–segment distance for ee. Adjacent pairs are excluded: a vertex of the triangle (vt, tv),
+the same edge or an edge sharing a vertex (ee).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import warp as wp
+
+from ._arrays import as_index_array, as_vec3_array
+from .contact_funcs import closest_point_triangle, closest_points_edge_edge
+
+VT, TV, EE = 0, 1, 2
+
+
+# --------------------------------------------------------------------------------------
+# kernels
+
+
+@wp.kernel
+def copy_points_kernel(
+    positions: wp.array(dtype=wp.vec3),
+    points: wp.array(dtype=wp.vec3),
+    lowers: wp.array(dtype=wp.vec3),
+    uppers: wp.array(dtype=wp.vec3),
+):
+    """Copy positions into the mesh's points and the vertex boxes (degenerate boxes at each point)."""
+    v = wp.tid()
+    p = positions[v]
+    points[v] = p
+    lowers[v] = p
+    uppers[v] = p
+
+
+@wp.kernel
+def edge_bounds_kernel(
+    positions: wp.array(dtype=wp.vec3),
+    edges: wp.array2d(dtype=wp.int32),
+    lowers: wp.array(dtype=wp.vec3),
+    uppers: wp.array(dtype=wp.vec3),
+):
+    e = wp.tid()
+    p0 = positions[edges[e, 0]]
+    p1 = positions[edges[e, 1]]
+    lowers[e] = wp.min(p0, p1)
+    uppers[e] = wp.max(p0, p1)
+
+
+@wp.func
+def _record_overflow(count: int, capacity: int, kind: int, overflow: wp.array(dtype=wp.int32), required: wp.array(dtype=wp.int32)):
+    if count > capacity:
+        wp.atomic_add(overflow, 0, 1)
+        wp.atomic_max(required, kind, count)
+
+
+@wp.kernel
+def vertex_triangle_kernel(
+    mesh: wp.uint64,
+    points: wp.array(dtype=wp.vec3),
+    triangles: wp.array2d(dtype=wp.int32),
+    radius: float,
+    capacity: int,
+    vt_count: wp.array(dtype=wp.int32),
+    vt_tri: wp.array(dtype=wp.int32),
+    min_dist: wp.array(dtype=float),
+    overflow: wp.array(dtype=wp.int32),
+    required: wp.array(dtype=wp.int32),
+):
+    """Per vertex v: triangles not containing v within radius; initialises min_dist[v]."""
+    v = wp.tid()
+    p = points[v]
+    query = wp.mesh_query_aabb(mesh, p - wp.vec3(radius), p + wp.vec3(radius))
+    t = int(0)
+    count = int(0)
+    dmin = radius
+    while wp.mesh_query_next(query, t):
+        i0 = triangles[t, 0]
+        i1 = triangles[t, 1]
+        i2 = triangles[t, 2]
+        if i0 == v or i1 == v or i2 == v:
+            continue
+        cp, w = closest_point_triangle(p, points[i0], points[i1], points[i2])
+        d = wp.length(p - cp)
+        if d < radius:
+            if count < capacity:
+                vt_tri[v * capacity + count] = t
+            count += 1
+            dmin = wp.min(dmin, d)
+    _record_overflow(count, capacity, 0, overflow, required)
+    vt_count[v] = wp.min(count, capacity)
+    min_dist[v] = dmin
+
+
+@wp.kernel
+def triangle_vertex_kernel(
+    vertex_bvh: wp.uint64,
+    points: wp.array(dtype=wp.vec3),
+    triangles: wp.array2d(dtype=wp.int32),
+    radius: float,
+    capacity: int,
+    tv_count: wp.array(dtype=wp.int32),
+    tv_vertex: wp.array(dtype=wp.int32),
+    min_dist: wp.array(dtype=float),
+    overflow: wp.array(dtype=wp.int32),
+    required: wp.array(dtype=wp.int32),
+):
+    """Per triangle t: vertices not in t within radius; lowers min_dist of t's vertices (atomic min, order-free)."""
+    t = wp.tid()
+    i0 = triangles[t, 0]
+    i1 = triangles[t, 1]
+    i2 = triangles[t, 2]
+    a = points[i0]
+    b = points[i1]
+    c = points[i2]
+    lo = wp.min(wp.min(a, b), c) - wp.vec3(radius)
+    hi = wp.max(wp.max(a, b), c) + wp.vec3(radius)
+    query = wp.bvh_query_aabb(vertex_bvh, lo, hi)
+    v = int(0)
+    count = int(0)
+    dmin = radius
+    while wp.bvh_query_next(query, v):
+        if v == i0 or v == i1 or v == i2:
+            continue
+        p = points[v]
+        cp, w = closest_point_triangle(p, a, b, c)
+        d = wp.length(p - cp)
+        if d < radius:
+            if count < capacity:
+                tv_vertex[t * capacity + count] = v
+            count += 1
+            dmin = wp.min(dmin, d)
+    _record_overflow(count, capacity, 1, overflow, required)
+    tv_count[t] = wp.min(count, capacity)
+    if dmin < radius:
+        wp.atomic_min(min_dist, i0, dmin)
+        wp.atomic_min(min_dist, i1, dmin)
+        wp.atomic_min(min_dist, i2, dmin)
+
+
+@wp.kernel
+def edge_edge_kernel(
+    edge_bvh: wp.uint64,
+    points: wp.array(dtype=wp.vec3),
+    edges: wp.array2d(dtype=wp.int32),
+    radius: float,
+    capacity: int,
+    ee_count: wp.array(dtype=wp.int32),
+    ee_edge: wp.array(dtype=wp.int32),
+    min_dist: wp.array(dtype=float),
+    overflow: wp.array(dtype=wp.int32),
+    required: wp.array(dtype=wp.int32),
+):
+    """Per edge e: edges sharing no vertex with e within radius; lowers min_dist of e's endpoints."""
+    e = wp.tid()
+    i0 = edges[e, 0]
+    i1 = edges[e, 1]
+    p0 = points[i0]
+    p1 = points[i1]
+    query = wp.bvh_query_aabb(edge_bvh, wp.min(p0, p1) - wp.vec3(radius), wp.max(p0, p1) + wp.vec3(radius))
+    f = int(0)
+    count = int(0)
+    dmin = radius
+    while wp.bvh_query_next(query, f):
+        j0 = edges[f, 0]
+        j1 = edges[f, 1]
+        if j0 == i0 or j0 == i1 or j1 == i0 or j1 == i1:
+            continue
+        s, u, d = closest_points_edge_edge(p0, p1, points[j0], points[j1])
+        if d < radius:
+            if count < capacity:
+                ee_edge[e * capacity + count] = f
+            count += 1
+            dmin = wp.min(dmin, d)
+    _record_overflow(count, capacity, 2, overflow, required)
+    ee_count[e] = wp.min(count, capacity)
+    if dmin < radius:
+        wp.atomic_min(min_dist, i0, dmin)
+        wp.atomic_min(min_dist, i1, dmin)
+
+
+# --------------------------------------------------------------------------------------
+# detector
+
+
+class SelfContactDetector:
+    """Fixed-capacity self-contact lists of one cloth mesh (or several, concatenated).
+
+    Args:
+        positions_capacity: number of cloth vertices N; ``detect()`` reads ``positions[0:N]``.
+        triangles: ``(M, 3)`` vertex indices (numpy int, wp.array2d int32 or ``(M,)`` wp.vec3i).
+        edges: ``(E, 2)`` vertex indices of the undirected edges (numpy int, wp.array2d int32 or ``(E,)`` wp.vec2i).
+        vertex_capacity: Kv, triangles stored per vertex (vt lists).
+        edge_capacity: Ke, edges stored per edge (ee lists).
+        device: Warp device (default: Warp's default device).
+        triangle_capacity: Kt, vertices stored per triangle (tv lists); default Kv.
+        positions: optional ``(N, 3)`` positions [m] to build the BVHs now. Without them the BVHs
+            are built by the first :meth:`detect` (which then allocates; do it before graph capture).
+
+    The triangle BVH (a ``wp.Mesh``), the vertex BVH and the edge BVH are built once and
+    refitted by every :meth:`detect`; :meth:`rebuild` re-splits them in place when the cloth has
+    deformed far from the shape they were built on. Call :meth:`release` to free everything.
+    """
+
+    def __init__(
+        self,
+        positions_capacity: int,
+        triangles,
+        edges,
+        vertex_capacity: int = 16,
+        edge_capacity: int = 16,
+        device=None,
+        *,
+        triangle_capacity: int | None = None,
+        positions=None,
+    ):
+        self.device = wp.get_device(device)
+        self.vertex_count = int(positions_capacity)
+        self.triangles = as_index_array(triangles, 3, self.device)
+        self.edges = as_index_array(edges, 2, self.device)
+        self.triangle_count = self.triangles.shape[0]
+        self.edge_count = self.edges.shape[0]
+        if self.vertex_count <= 0 or self.triangle_count == 0:
+            raise ValueError("SelfContactDetector needs at least one vertex and one triangle")
+        self.vt_capacity = int(vertex_capacity)
+        self.tv_capacity = int(triangle_capacity if triangle_capacity is not None else vertex_capacity)
+        self.ee_capacity = int(edge_capacity)
+        if min(self.vt_capacity, self.tv_capacity, self.ee_capacity) < 1:
+            raise ValueError("list capacities must be >= 1")
+
+        n, m, e, dev = self.vertex_count, self.triangle_count, self.edge_count, self.device
+        self.points = wp.zeros(n, dtype=wp.vec3, device=dev)  # [m] the mesh's own copy of the positions
+        self.vertex_lowers = wp.zeros(n, dtype=wp.vec3, device=dev)
+        self.vertex_uppers = wp.zeros(n, dtype=wp.vec3, device=dev)
+        self.edge_lowers = wp.zeros(max(e, 1), dtype=wp.vec3, device=dev)
+        self.edge_uppers = wp.zeros(max(e, 1), dtype=wp.vec3, device=dev)
+        self.vt_count = wp.zeros(n, dtype=wp.int32, device=dev)
+        self.tv_count = wp.zeros(m, dtype=wp.int32, device=dev)
+        self.ee_count = wp.zeros(e, dtype=wp.int32, device=dev)
+        self.min_dist = wp.zeros(n, dtype=float, device=dev)
+        self.overflow = wp.zeros(1, dtype=wp.int32, device=dev)
+        self.required = wp.zeros(3, dtype=wp.int32, device=dev)
+        self._allocate_lists()
+        self.mesh = None
+        self.vertex_bvh = None
+        self.edge_bvh = None
+        if positions is not None:
+            self.build(positions)
+
+    # -- buffers
+
+    def _allocate_lists(self):
+        dev = self.device
+        self.vt_tri = wp.zeros(self.vertex_count * self.vt_capacity, dtype=wp.int32, device=dev)
+        self.tv_vertex = wp.zeros(self.triangle_count * self.tv_capacity, dtype=wp.int32, device=dev)
+        self.ee_edge = wp.zeros(self.edge_count * self.ee_capacity, dtype=wp.int32, device=dev)
+
+    @property
+    def capacities(self) -> dict:
+        """Current list capacities: {"vt": Kv, "tv": Kt, "ee": Ke}."""
+        return {"vt": self.vt_capacity, "tv": self.tv_capacity, "ee": self.ee_capacity}
+
+    def memory_bytes(self) -> int:
+        """Bytes held in this detector's wp.arrays (not counting the BVH nodes)."""
+        arrays = (
+            self.points, self.vertex_lowers, self.vertex_uppers, self.edge_lowers, self.edge_uppers,
+            self.vt_count, self.tv_count, self.ee_count, self.min_dist, self.overflow, self.required,
+            self.vt_tri, self.tv_vertex, self.ee_edge, self.triangles, self.edges,
+        )  # fmt: skip
+        return sum(a.capacity for a in arrays if a is not None)
+
+    def release(self):
+        """Free every device buffer (idempotent). The detector is unusable afterwards."""
+        for name in (
+            "mesh", "vertex_bvh", "edge_bvh", "points", "vertex_lowers", "vertex_uppers", "edge_lowers",
+            "edge_uppers", "vt_count", "tv_count", "ee_count", "min_dist", "overflow", "required",
+            "vt_tri", "tv_vertex", "ee_edge", "triangles", "edges",
+        ):  # fmt: skip
+            setattr(self, name, None)
+
+    # -- acceleration structures
+
+    def _update_bounds(self, positions: wp.array):
+        wp.launch(copy_points_kernel, dim=self.vertex_count, inputs=[positions],
+                  outputs=[self.points, self.vertex_lowers, self.vertex_uppers], device=self.device)
+        if self.edge_count:
+            wp.launch(edge_bounds_kernel, dim=self.edge_count, inputs=[self.points, self.edges],
+                      outputs=[self.edge_lowers, self.edge_uppers], device=self.device)
+
+    def build(self, positions):
+        """Build the three BVHs on ``positions`` ``(N, 3)`` [m] (allocates; once, outside graph capture)."""
+        pos = self._check_positions(as_vec3_array(positions, self.device))
+        self._update_bounds(pos)
+        self.mesh = wp.Mesh(points=self.points, indices=self.triangles.flatten())
+        self.vertex_bvh = wp.Bvh(self.vertex_lowers, self.vertex_uppers)
+        self.edge_bvh = wp.Bvh(self.edge_lowers, self.edge_uppers) if self.edge_count else None
+
+    def rebuild(self):
+        """Re-split the vertex and edge BVHs on the current positions, in place (no allocation).
+
+        The triangle BVH inside the ``wp.Mesh`` is only ever refitted (Warp has no in-place rebuild for it).
+        """
+        self.vertex_bvh.rebuild()
+        if self.edge_bvh is not None:
+            self.edge_bvh.rebuild()
+
+    def _check_positions(self, positions: wp.array) -> wp.array:
+        if positions.shape[0] < self.vertex_count:
+            raise ValueError(f"positions has {positions.shape[0]} entries, the detector needs {self.vertex_count}")
+        if positions.device != self.device:
+            raise ValueError(f"positions live on {positions.device}, the detector on {self.device}")
+        return positions
+
+    # -- detection
+
+    def detect(self, positions: wp.array, query_radius: float):
+        """Refit the BVHs to ``positions`` and fill every list for pairs closer than ``query_radius`` [m].
+
+        ``positions``: ``wp.array(dtype=wp.vec3)`` with at least N entries, on the detector's device.
+        Launches kernels only (no host synchronisation, no allocation once built), so it can be
+        captured in a CUDA graph; ``query_radius`` is then fixed into the graph. ``overflow`` and
+        ``required`` accumulate until :meth:`reset_overflow`.
+        """
+        if self.mesh is None:
+            self.build(positions)
+        else:
+            self._check_positions(positions)
+            self._update_bounds(positions)
+            self.mesh.refit()
+            self.vertex_bvh.refit()
+            if self.edge_bvh is not None:
+                self.edge_bvh.refit()
+        r = float(query_radius)
+        dev = self.device
+        flags = [self.overflow, self.required]
+        wp.launch(vertex_triangle_kernel, dim=self.vertex_count,
+                  inputs=[self.mesh.id, self.points, self.triangles, r, self.vt_capacity],
+                  outputs=[self.vt_count, self.vt_tri, self.min_dist, *flags], device=dev)
+        wp.launch(triangle_vertex_kernel, dim=self.triangle_count,
+                  inputs=[self.vertex_bvh.id, self.points, self.triangles, r, self.tv_capacity],
+                  outputs=[self.tv_count, self.tv_vertex, self.min_dist, *flags], device=dev)
+        if self.edge_count:
+            wp.launch(edge_edge_kernel, dim=self.edge_count,
+                      inputs=[self.edge_bvh.id, self.points, self.edges, r, self.ee_capacity],
+                      outputs=[self.ee_count, self.ee_edge, self.min_dist, *flags], device=dev)
+
+    def reset_overflow(self):
+        """Zero ``overflow`` and ``required`` (a memset: capturable)."""
+        self.overflow.zero_()
+        self.required.zero_()
+
+    def overflowed(self) -> bool:
+        """Whether any list overflowed since the last reset (reads one int back to the host)."""
+        return int(self.overflow.numpy()[0]) > 0
+
+    def grow(self) -> dict:
+        """Enlarge the lists after an overflow; returns the new capacities. Reallocates (recapture graphs).
+
+        Each list kind that overflowed is doubled until it holds the longest list seen since the
+        last reset; if none is known to have overflowed, every capacity is doubled. Resets the
+        overflow counters; list contents are invalid until the next :meth:`detect`.
+        """
+        req = self.required.numpy()
+        caps = [self.vt_capacity, self.tv_capacity, self.ee_capacity]
+        if (req > np.array(caps)).any():
+            for i in range(3):
+                while caps[i] < req[i]:
+                    caps[i] *= 2
+        else:
+            caps = [2 * c for c in caps]
+        self.vt_capacity, self.tv_capacity, self.ee_capacity = caps
+        self._allocate_lists()
+        self.reset_overflow()
+        return self.capacities
+
+    # -- host views (tests, debugging)
+
+    def lists_numpy(self) -> dict:
+        """Host copies: {"vt": [array of triangle ids per vertex], "tv": [...], "ee": [...], "min_dist": (N,)}."""
+
+        def split(count, flat, cap):
+            c = count.numpy()
+            f = flat.numpy().reshape(len(c), cap) if len(c) else np.zeros((0, cap), np.int32)
+            return [f[i, : c[i]].copy() for i in range(len(c))]
+
+        return {
+            "vt": split(self.vt_count, self.vt_tri, self.vt_capacity),
+            "tv": split(self.tv_count, self.tv_vertex, self.tv_capacity),
+            "ee": split(self.ee_count, self.ee_edge, self.ee_capacity),
+            "min_dist": self.min_dist.numpy(),
+        }
