@@ -1,0 +1,17 @@
+"""clothsim: garment simulation in Warp — the researchers' API.
+
+    import clothsim as cs
+    cloth = cs.Cloth.grid(size=(1.0, 1.0), resolution=(32, 32), fabric="cotton")
+    cloth.pin(cloth.boundary("top"))
+    sim = cs.Simulator(cloth, device="cpu")
+    sim.step()
+"""
+from .cloth import Cloth
+from .colliders import Collider
+from .errors import ClothsimError, InputError, SimulationError, StaleViewError
+from .fabric import Fabric
+from .simulator import Simulator
+
+__version__ = "0.1.0"
+__all__ = ["Cloth", "Collider", "Fabric", "Simulator", "ClothsimError", "InputError", "SimulationError",
+           "StaleViewError", "__version__"]

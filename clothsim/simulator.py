@@ -1,0 +1,260 @@
+"""Simulator: the researcher-facing object that owns a model, a state and the VBD solver.
+
+    sim = Simulator(cloth, device="cpu", dt=1/60, substeps=10, iterations=10)
+    sim.step()              # one frame
+    x = sim.positions()     # numpy (N, 3) float32 copy
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import warp as wp
+
+from .cloth import Cloth
+from .colliders import Collider, ColliderBuffers
+from .errors import InputError, SimulationError
+from .fabric import Fabric
+from .model import ClothModel
+from .solver.vbd import SolverVBD
+from .state import ClothState
+
+
+class Simulator:
+    """Simulates one or more cloths (flat arrays, per-cloth offsets) on one device.
+
+    Args:
+        cloths: a :class:`Cloth` or a list of them.
+        device: "cpu", "cuda", "cuda:0", ...
+        dt: frame length [s] (one :meth:`step`); substeps: substeps per frame; iterations: VBD
+            iterations per substep.
+        gravity: [m/s²]; ground: height [m] of a ground plane (y up), or None.
+        wind: wind velocity [m/s]; drag: aerodynamic drag along the normal [N·s/m³].
+        self_collision: keep cloth from passing through itself (thickness = fabric thickness).
+        contact_stiffness: penalty stiffness of contacts [N/m]; contact_margin: how far [m] beyond the
+            thickness contacts are searched each substep (sets the largest safe collider speed, see
+            :attr:`max_collider_speed`).
+    """
+
+    def __init__(self, cloths, *, device="cpu", dt: float = 1.0 / 60.0, substeps: int = 10, iterations: int = 10,
+                 gravity=(0.0, -9.81, 0.0), ground: float | None = None, wind=(0.0, 0.0, 0.0), drag: float = 0.0,
+                 self_collision: bool = False, contact_stiffness: float = 1.0e4, contact_margin: float = 0.01,
+                 friction_eps: float = 1.0e-2):
+        if isinstance(cloths, Cloth):
+            cloths = [cloths]
+        cloths = list(cloths)
+        if not cloths or not all(isinstance(c, Cloth) for c in cloths):
+            raise InputError("Simulator: expected a Cloth or a non-empty list of Cloths")
+        _check_positive("dt", dt)
+        for name, val in (("substeps", substeps), ("iterations", iterations)):
+            if int(val) != val or val < 1:
+                raise InputError(f"Simulator: {name} must be an integer >= 1, got {val!r}")
+        for name, val in (("contact_stiffness", contact_stiffness), ("contact_margin", contact_margin)):
+            _check_positive(name, val)
+        for name, vec in (("gravity", gravity), ("wind", wind)):
+            a = np.asarray(vec, dtype=np.float64)
+            if a.shape != (3,) or not np.all(np.isfinite(a)):
+                raise InputError(f"Simulator: {name} must be 3 finite numbers, got {vec!r}")
+        if ground is not None and not math.isfinite(ground):
+            raise InputError(f"Simulator: ground must be a finite height or None, got {ground!r}")
+        if not (math.isfinite(drag) and drag >= 0):
+            raise InputError(f"Simulator: drag must be >= 0, got {drag!r}")
+        try:
+            self.device = wp.get_device(device)
+        except Exception as e:  # noqa: BLE001 - Warp raises plain RuntimeError/ValueError
+            raise InputError(f"Simulator: device {device!r} is not available ({e})") from None
+        self.dt = float(dt)
+        self.substeps = int(substeps)
+        self.iterations = int(iterations)
+        self.gravity = tuple(float(g) for g in gravity)
+        self.ground = None if ground is None else float(ground)
+        self.wind = tuple(float(w) for w in wind)
+        self.drag = float(drag)
+        self.self_collision = bool(self_collision)
+        self.contact_stiffness = float(contact_stiffness)
+        self.contact_margin = float(contact_margin)
+        self.friction_eps = float(friction_eps)
+        self.frame = 0
+        self._released = False
+        self._views = []
+
+        with wp.ScopedDevice(self.device):
+            self.model = ClothModel(cloths, self.device)
+            self.state = ClothState(self.model)
+            self.solver = SolverVBD(self.model, self)
+
+    # ------------------------------------------------------------------ properties
+    @property
+    def particle_count(self) -> int:
+        return self.model.particle_count
+
+    @property
+    def cloth_offsets(self) -> np.ndarray:
+        return self.model.cloth_offsets.copy()
+
+    @property
+    def time(self) -> float:
+        return self.frame * self.dt
+
+    @property
+    def substep_dt(self) -> float:
+        return self.dt / self.substeps
+
+    @property
+    def max_collider_speed(self) -> float:
+        """Largest collider speed [m/s] for which cloth cannot pass through: the contact search
+        reaches ``contact_margin`` beyond the thickness every substep, so a collider surface may move at
+        most that far per substep before a vertex is checked again."""
+        return self.contact_margin / self.substep_dt
+
+    @property
+    def triangles(self) -> np.ndarray:
+        return self.model.host_triangles.copy()
+
+    # ------------------------------------------------------------------ scene setup
+    def add_collider(self, collider: Collider) -> int:
+        """Add a collider; returns its handle for :meth:`set_collider_vertices`."""
+        self._check_alive()
+        if not isinstance(collider, Collider):
+            raise InputError(f"add_collider: expected a clothsim.Collider, got {type(collider).__name__}")
+        return self.solver.add_collider(ColliderBuffers(collider, self.device))
+
+    def set_collider_vertices(self, handle: int, vertices) -> None:
+        """Pose of collider ``handle`` at the end of the next frame (N, 3) [m]; the BVH is refit."""
+        self._check_alive()
+        buf = self.solver.collider(handle)
+        from .cloth import _as_float_array
+
+        v = _as_float_array(vertices, "collider vertices", (buf.vertex_count, 3), where=f"collider {handle}")
+        buf.set_target(v, self.dt)
+
+    def set_pin_targets(self, targets) -> None:
+        """Targets (P, 3) [m] that the pinned vertices reach at the end of the next frame (in pin order)."""
+        self._check_alive()
+        from .cloth import _as_float_array
+
+        t = _as_float_array(targets, "pin targets", (len(self.model.host_pin_indices), 3), where="set_pin_targets")
+        self.state.pin_end.assign(t.astype(np.float32))
+
+    def set_fabric(self, fabric, cloth: int = 0) -> None:
+        """Change cloth ``cloth``'s fabric between steps (preset name, Fabric or dict); no recompilation."""
+        self._check_alive()
+        if not (0 <= cloth < len(self.model.cloths)):
+            raise InputError(f"set_fabric: cloth index {cloth} out of range [0, {len(self.model.cloths)})")
+        self.model.set_fabric(cloth, Fabric.resolve(fabric))
+
+    # ------------------------------------------------------------------ stepping
+    def step(self, frames: int = 1) -> None:
+        """Advance ``frames`` frames of ``dt`` seconds each."""
+        self._check_alive()
+        if int(frames) != frames or frames < 0:
+            raise InputError(f"step: frames must be a non-negative integer, got {frames!r}")
+        for _ in range(int(frames)):
+            self.solver.frame(self.state)
+            if self.solver.read_bad_flag():
+                raise SimulationError(
+                    f"the state became non-finite during frame {self.frame + 1} (t = {self.time + self.dt:.4f} s); "
+                    "lower dt or raise substeps/iterations, or check the fabric's numbers"
+                )
+            self.frame += 1
+
+    # ------------------------------------------------------------------ state access
+    def positions(self) -> np.ndarray:
+        """Vertex positions (N, 3) float32 [m], a copy."""
+        self._check_alive()
+        return self.state.x.numpy().copy()
+
+    def velocities(self) -> np.ndarray:
+        """Vertex velocities (N, 3) float32 [m/s], a copy."""
+        self._check_alive()
+        return self.state.v.numpy().copy()
+
+    def set_positions(self, x) -> None:
+        self._check_alive()
+        self.state.x.assign(self._checked_vec3(x, "positions"))
+
+    def set_velocities(self, v) -> None:
+        self._check_alive()
+        self.state.v.assign(self._checked_vec3(v, "velocities"))
+
+    def positions_warp(self) -> wp.array:
+        """The live position array (wp.array of vec3, zero-copy; valid until :meth:`release`)."""
+        self._check_alive()
+        return self.state.x
+
+    def positions_torch(self):
+        """Positions as a torch tensor (N, 3), zero-copy; raises StaleViewError once the state is released."""
+        return self._torch_view(self.state.x, "positions")
+
+    def velocities_torch(self):
+        return self._torch_view(self.state.v, "velocities")
+
+    def _torch_view(self, arr, what):
+        self._check_alive()
+        from .views import guarded_torch_view
+
+        t, token = guarded_torch_view(arr, f"Simulator.{what}_torch()")
+        self._views.append(token)
+        return t
+
+    # ------------------------------------------------------------------ checkpoints
+    def save_checkpoint(self, path) -> None:
+        """Write the full state (positions, velocities, pins, collider poses, frame) to ``path`` (.npz), atomically."""
+        from .checkpoint import save_checkpoint
+
+        self._check_alive()
+        save_checkpoint(self, path)
+
+    def load_checkpoint(self, path) -> None:
+        """Restore a state written by :meth:`save_checkpoint` into this simulator (same cloths and settings)."""
+        from .checkpoint import load_checkpoint
+
+        self._check_alive()
+        load_checkpoint(self, path)
+
+    # ------------------------------------------------------------------ memory
+    def memory_report(self) -> dict:
+        """Bytes of device memory by owner: model, state, solver scratch, colliders, contacts."""
+        self._check_alive()
+        rep = {"model": self.model.nbytes(), "state": self.state.nbytes()}
+        rep.update(self.solver.memory_report())
+        rep["total"] = sum(rep.values())
+        return rep
+
+    def release(self) -> None:
+        """Free every device buffer; idempotent. Views handed out earlier become stale."""
+        if self._released:
+            return
+        for token in self._views:
+            token.invalidate()
+        self._views.clear()
+        self.solver.release()
+        self.state.release()
+        self.model.release()
+        self._released = True
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.release()
+
+    # ------------------------------------------------------------------ helpers
+    def _check_alive(self):
+        if self._released:
+            raise SimulationError("this Simulator has been released")
+
+    def _checked_vec3(self, a, what) -> np.ndarray:
+        from .cloth import _as_float_array
+
+        return _as_float_array(a, what, (self.particle_count, 3), where=f"set_{what}").astype(np.float32)
+
+
+def _check_positive(name, val):
+    try:
+        ok = math.isfinite(val) and val > 0
+    except TypeError:
+        ok = False
+    if not ok:
+        raise InputError(f"Simulator: {name} must be a positive finite number, got {val!r}")

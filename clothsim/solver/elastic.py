@@ -1,0 +1,131 @@
+"""Elastic energies as per-vertex force and Hessian blocks (Warp functions).
+
+Each function returns, for ONE vertex of an element, the force ``-∂E/∂x`` [N] and a symmetric
+positive semi-definite 3×3 block of ``∂²E/∂x²`` [N/m] — what a Vertex Block Descent update needs.
+
+Membrane (per triangle, rest area ``A``, rest-shape inverse ``Dm⁻¹``)::
+
+    F = [x1−x0, x2−x0]·Dm⁻¹ (3×2),  E = ½(FᵀF − I),  S = ∂ψ/∂E,
+    ψ = ½C11·E11² + C12·E11·E22 + ½C22·E22² + 2G·E12²,   energy = A·ψ
+
+Bending (per interior edge, stencil x0–x1 shared, x2/x3 opposite)::
+
+    energy = ½·k·(θ − θ0)²,   θ the signed dihedral angle; Hessian ≈ k·∇θ∇θᵀ (Gauss–Newton, PSD)
+"""
+
+import warp as wp
+
+
+@wp.func
+def membrane_force_hessian(
+    x0: wp.vec3, x1: wp.vec3, x2: wp.vec3, p0: wp.vec3, p1: wp.vec3, p2: wp.vec3,
+    dm_inv: wp.mat22, area: float, k: int, coef: wp.vec4, kd_h: float,
+):
+    """Force and PSD Hessian block of the orthotropic StVK membrane on local vertex ``k`` (0, 1, 2).
+
+    coef = (C11, C12, C22, G) [N/m]. Viscous (Kelvin–Voigt) damping: the stress gains
+    ``(k_d/h)·C:ΔE`` with ``ΔE = sym(Fᵀ·ΔF)`` the strain change since the step start (p0, p1, p2), so rigid
+    motion is not damped. ``kd_h`` = k_d/h [1]. Returns (force vec3 [N], hessian mat33 [N/m]).
+    """
+    e1 = x1 - x0
+    e2 = x2 - x0
+    f0 = e1 * dm_inv[0, 0] + e2 * dm_inv[1, 0]
+    f1 = e1 * dm_inv[0, 1] + e2 * dm_inv[1, 1]
+    E11 = 0.5 * (wp.dot(f0, f0) - 1.0)
+    E22 = 0.5 * (wp.dot(f1, f1) - 1.0)
+    E12 = 0.5 * wp.dot(f0, f1)
+    c11 = coef[0]
+    c12 = coef[1]
+    c22 = coef[2]
+    g = coef[3]
+    # strain change over the step (linearised at the current F)
+    d1 = (x1 - p1) - (x0 - p0)
+    d2 = (x2 - p2) - (x0 - p0)
+    df0 = d1 * dm_inv[0, 0] + d2 * dm_inv[1, 0]
+    df1 = d1 * dm_inv[0, 1] + d2 * dm_inv[1, 1]
+    D11 = E11 + kd_h * wp.dot(f0, df0)
+    D22 = E22 + kd_h * wp.dot(f1, df1)
+    D12 = E12 + kd_h * 0.5 * (wp.dot(f0, df1) + wp.dot(f1, df0))
+    S11 = c11 * D11 + c12 * D22
+    S22 = c12 * D11 + c22 * D22
+    S12 = 2.0 * g * D12
+    # gradient vector of vertex k in F = sum_k x_k g_k^T
+    ga = 0.0
+    gb = 0.0
+    if k == 0:
+        ga = -(dm_inv[0, 0] + dm_inv[1, 0])
+        gb = -(dm_inv[0, 1] + dm_inv[1, 1])
+    elif k == 1:
+        ga = dm_inv[0, 0]
+        gb = dm_inv[0, 1]
+    else:
+        ga = dm_inv[1, 0]
+        gb = dm_inv[1, 1]
+    P0 = f0 * S11 + f1 * S12
+    P1 = f0 * S12 + f1 * S22
+    force = -area * (P0 * ga + P1 * gb)
+    s = S11 * ga * ga + 2.0 * S12 * ga * gb + S22 * gb * gb
+    s = wp.max(s, 0.0)  # drop the indefinite geometric part under compression (keeps the block PSD)
+    alpha = c11 * ga * ga + g * gb * gb
+    beta = (c12 + g) * ga * gb
+    gamma = g * ga * ga + c22 * gb * gb
+    mat = 1.0 + kd_h
+    alpha = alpha * mat
+    beta = beta * mat
+    gamma = gamma * mat
+    h = wp.identity(n=3, dtype=float) * s
+    h = h + alpha * wp.outer(f0, f0) + beta * (wp.outer(f0, f1) + wp.outer(f1, f0)) + gamma * wp.outer(f1, f1)
+    return force, h * area
+
+
+@wp.func
+def dihedral_angle(x0: wp.vec3, x1: wp.vec3, x2: wp.vec3, x3: wp.vec3):
+    """Signed dihedral angle [rad] at edge x0–x1 between triangles (x0, x1, x2) and (x1, x0, x3); 0 when flat."""
+    na = wp.cross(x1 - x0, x2 - x0)
+    nb = wp.cross(x0 - x1, x3 - x1)
+    e = x1 - x0
+    el = wp.length(e)
+    s = wp.dot(wp.cross(na, nb), e) / wp.max(el, 1.0e-20)
+    c = wp.dot(na, nb)
+    return wp.atan2(s, c)
+
+
+@wp.func
+def dihedral_gradient(x0: wp.vec3, x1: wp.vec3, x2: wp.vec3, x3: wp.vec3, k: int):
+    """∂θ/∂x_k for the angle of :func:`dihedral_angle` (k = 0..3)."""
+    e = x1 - x0
+    el2 = wp.max(wp.dot(e, e), 1.0e-30)
+    el = wp.sqrt(el2)
+    na = wp.cross(x1 - x0, x2 - x0)
+    nb = wp.cross(x0 - x1, x3 - x1)
+    la2 = wp.max(wp.dot(na, na), 1.0e-30)
+    lb2 = wp.max(wp.dot(nb, nb), 1.0e-30)
+    # gradient of the opposite vertices: -|e| n / |n|^2 (moving x2 along its face normal closes the angle)
+    g2 = -el / la2 * na
+    g3 = -el / lb2 * nb
+    # edge vertices: barycentric split of the opposite vertices' projections on the edge
+    t2 = wp.dot(x2 - x0, e) / el2
+    t3 = wp.dot(x3 - x0, e) / el2
+    out = wp.vec3(0.0)
+    if k == 0:
+        out = -(1.0 - t2) * g2 - (1.0 - t3) * g3
+    elif k == 1:
+        out = -t2 * g2 - t3 * g3
+    elif k == 2:
+        out = g2
+    else:
+        out = g3
+    return out
+
+
+@wp.func
+def bending_force_hessian(
+    x0: wp.vec3, x1: wp.vec3, x2: wp.vec3, x3: wp.vec3, theta_prev: float, k: int, stiffness: float, rest: float,
+    kd_h: float,
+):
+    """Force and Gauss–Newton Hessian block of ½·stiffness·(θ − rest)² on stencil vertex k, with viscous
+    damping ``(k_d/h)·stiffness·(θ − θ_prev)`` on the angle's change since the step start."""
+    theta = dihedral_angle(x0, x1, x2, x3)
+    d = theta - rest + kd_h * (theta - theta_prev)
+    grad = dihedral_gradient(x0, x1, x2, x3, k)
+    return -stiffness * d * grad, (stiffness * (1.0 + kd_h)) * wp.outer(grad, grad)

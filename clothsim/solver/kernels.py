@@ -1,0 +1,291 @@
+"""Vertex Block Descent kernels (He Chen et al., SIGGRAPH 2024), clothsim's own.
+
+A substep of length h minimises the incremental potential
+``G(x) = Σ m/(2h²)‖x − y‖² + E_elastic(x) + E_contact(x) + E_damping``, ``y = x_t + h·v_t + h²·g``,
+by block Gauss–Seidel over vertices: vertices of one colour share no element, so each colour is one
+parallel launch in which every vertex takes one Newton step on its own 3×3 block.
+
+Damping is stiffness-proportional (Rayleigh β = k_d [s]): each element adds ``(k_d/h)·H_e`` to the
+block and ``−(k_d/h)·H_e·(x − x_t)`` to the force. Aerodynamic drag acts along the vertex normal.
+Contacts (ground plane, colliders) are quadratic penalties ½·k_c·(r − d)² with lagged Coulomb friction.
+"""
+
+import warp as wp
+
+from .elastic import bending_force_hessian, dihedral_angle, membrane_force_hessian
+
+
+@wp.kernel
+def predict_kernel(
+    x: wp.array(dtype=wp.vec3),
+    v: wp.array(dtype=wp.vec3),
+    inv_mass: wp.array(dtype=float),
+    gravity: wp.vec3,
+    h: float,
+    x_prev: wp.array(dtype=wp.vec3),
+    y: wp.array(dtype=wp.vec3),
+):
+    """Start a substep: remember x_t, form the inertial target y and take it as the first guess."""
+    i = wp.tid()
+    xi = x[i]
+    x_prev[i] = xi
+    if inv_mass[i] > 0.0:
+        yi = xi + h * v[i] + (h * h) * gravity
+        y[i] = yi
+        x[i] = yi
+    else:
+        y[i] = xi
+
+
+@wp.kernel
+def pin_kernel(
+    pin_indices: wp.array(dtype=wp.int32),
+    start: wp.array(dtype=wp.vec3),
+    end: wp.array(dtype=wp.vec3),
+    alpha: float,
+    x: wp.array(dtype=wp.vec3),
+):
+    """Move pinned vertices exactly to their targets (linear in time over the frame)."""
+    k = wp.tid()
+    x[pin_indices[k]] = wp.lerp(start[k], end[k], alpha)
+
+
+@wp.kernel
+def vertex_normals_kernel(
+    x: wp.array(dtype=wp.vec3),
+    tri: wp.array(dtype=wp.vec3i),
+    v_tri_offsets: wp.array(dtype=wp.int32),
+    v_tri: wp.array(dtype=wp.int32),
+    normals: wp.array(dtype=wp.vec3),
+):
+    """Area-weighted vertex normals, gathered per vertex (no atomics: deterministic)."""
+    i = wp.tid()
+    n = wp.vec3(0.0)
+    for a in range(v_tri_offsets[i], v_tri_offsets[i + 1]):
+        t = tri[v_tri[a] // 3]
+        n += wp.cross(x[t[1]] - x[t[0]], x[t[2]] - x[t[0]])
+    ln = wp.length(n)
+    if ln > 0.0:
+        n = n / ln
+    normals[i] = n
+
+
+@wp.kernel
+def edge_angles_kernel(x: wp.array(dtype=wp.vec3), bend: wp.array(dtype=wp.vec4i), theta: wp.array(dtype=float)):
+    """Dihedral angle of every bending stencil at the step start (for bending damping)."""
+    e = wp.tid()
+    q = bend[e]
+    theta[e] = dihedral_angle(x[q[0]], x[q[1]], x[q[2]], x[q[3]])
+
+
+@wp.kernel
+def lerp_points_kernel(a: wp.array(dtype=wp.vec3), b: wp.array(dtype=wp.vec3), t: float, out: wp.array(dtype=wp.vec3)):
+    i = wp.tid()
+    out[i] = wp.lerp(a[i], b[i], t)
+
+
+@wp.kernel
+def collider_detect_kernel(
+    x: wp.array(dtype=wp.vec3),
+    mesh: wp.uint64,
+    slot: int,
+    slots: int,
+    query_radius: float,
+    c_point: wp.array(dtype=wp.vec3),
+    c_normal: wp.array(dtype=wp.vec3),
+    c_vel: wp.array(dtype=wp.vec3),
+    c_active: wp.array(dtype=wp.int32),
+):
+    """Closest collider point of each cloth vertex (inside or outside), kept as a contact plane."""
+    i = wp.tid()
+    p = x[i]
+    q = wp.mesh_query_point_sign_normal(mesh, p, query_radius)
+    k = i * slots + slot
+    if q.result:
+        cp = wp.mesh_eval_position(mesh, q.face, q.u, q.v)
+        d = p - cp
+        dl = wp.length(d)
+        n = wp.vec3(0.0)
+        if dl > 1.0e-9:
+            n = d / dl * q.sign
+        else:
+            m = wp.mesh_get(mesh)
+            i0 = m.indices[q.face * 3 + 0]
+            i1 = m.indices[q.face * 3 + 1]
+            i2 = m.indices[q.face * 3 + 2]
+            n = wp.normalize(wp.cross(m.points[i1] - m.points[i0], m.points[i2] - m.points[i0]))
+        c_point[k] = cp
+        c_normal[k] = n
+        c_vel[k] = wp.mesh_eval_velocity(mesh, q.face, q.u, q.v)
+        c_active[k] = 1
+    else:
+        c_active[k] = 0
+
+
+@wp.func
+def contact_plane(
+    x: wp.vec3, x_prev: wp.vec3, point: wp.vec3, normal: wp.vec3, wall_vel: wp.vec3,
+    r: float, kc: float, mu: float, h: float, eps_u: float,
+):
+    """Penalty ½·kc·(r − d)² against the plane (point, normal), d = (x − point)·normal, plus friction.
+
+    Friction is Coulomb with the normal force λ = kc·(r − d), on the tangential displacement over the
+    substep relative to the wall, smoothed below eps_u·h (IPC-style), with a PSD Hessian.
+    """
+    f = wp.vec3(0.0)
+    H = wp.mat33(0.0)
+    d = wp.dot(x - point, normal)
+    if d < r:
+        pen = r - d
+        lam = kc * pen
+        f = lam * normal
+        H = kc * wp.outer(normal, normal)
+        if mu > 0.0:
+            du = (x - x_prev) - wall_vel * h
+            ut = du - wp.dot(du, normal) * normal
+            ul = wp.length(ut)
+            thr = eps_u * h
+            scale = mu * lam / wp.max(ul, thr)
+            f = f - scale * ut
+            T = wp.identity(n=3, dtype=float) - wp.outer(normal, normal)
+            H = H + scale * T
+    return f, H
+
+
+@wp.kernel
+def vbd_solve_kernel(
+    # state
+    x: wp.array(dtype=wp.vec3),
+    x_prev: wp.array(dtype=wp.vec3),
+    y: wp.array(dtype=wp.vec3),
+    normals: wp.array(dtype=wp.vec3),
+    theta_prev: wp.array(dtype=float),
+    # model
+    color_vertices: wp.array(dtype=wp.int32),
+    color_start: int,
+    mass: wp.array(dtype=float),
+    vertex_area: wp.array(dtype=float),
+    vertex_cloth: wp.array(dtype=wp.int32),
+    tri: wp.array(dtype=wp.vec3i),
+    tri_dm_inv: wp.array(dtype=wp.mat22),
+    tri_area: wp.array(dtype=float),
+    tri_cloth: wp.array(dtype=wp.int32),
+    v_tri_offsets: wp.array(dtype=wp.int32),
+    v_tri: wp.array(dtype=wp.int32),
+    bend: wp.array(dtype=wp.vec4i),
+    bend_k: wp.array(dtype=float),
+    bend_rest: wp.array(dtype=float),
+    v_bend_offsets: wp.array(dtype=wp.int32),
+    v_bend: wp.array(dtype=wp.int32),
+    spring: wp.array(dtype=wp.vec2i),
+    spring_k: wp.array(dtype=float),
+    v_spring_offsets: wp.array(dtype=wp.int32),
+    v_spring: wp.array(dtype=wp.int32),
+    mat_coef: wp.array(dtype=wp.vec4),
+    mat_damping: wp.array(dtype=float),
+    mat_friction: wp.array(dtype=float),
+    mat_thickness: wp.array(dtype=float),
+    # environment
+    h: float,
+    drag: float,
+    wind: wp.vec3,
+    ground_enabled: int,
+    ground_height: float,
+    contact_stiffness: float,
+    friction_eps: float,
+    # collider contact planes (N * slots)
+    c_point: wp.array(dtype=wp.vec3),
+    c_normal: wp.array(dtype=wp.vec3),
+    c_vel: wp.array(dtype=wp.vec3),
+    c_active: wp.array(dtype=wp.int32),
+    slots: int,
+):
+    """One VBD pass over the vertices of one colour: x_i ← x_i + H_i⁻¹ f_i."""
+    tid = wp.tid()
+    i = color_vertices[color_start + tid]
+    xi = x[i]
+    xpi = x_prev[i]
+    m = mass[i]
+    inv_h = 1.0 / h
+    w = m * inv_h * inv_h
+    f = w * (y[i] - xi)
+    H = wp.identity(n=3, dtype=float) * w
+    dx_step = xi - xpi
+
+    # membrane
+    for a in range(v_tri_offsets[i], v_tri_offsets[i + 1]):
+        code = v_tri[a]
+        t = code // 3
+        k = code - 3 * t
+        ids = tri[t]
+        c = tri_cloth[t]
+        fe, He = membrane_force_hessian(x[ids[0]], x[ids[1]], x[ids[2]], x_prev[ids[0]], x_prev[ids[1]], x_prev[ids[2]],
+                                        tri_dm_inv[t], tri_area[t], k, mat_coef[c], mat_damping[c] * inv_h)
+        f += fe
+        H += He
+
+    # bending
+    for a in range(v_bend_offsets[i], v_bend_offsets[i + 1]):
+        code = v_bend[a]
+        e = code // 4
+        k = code - 4 * e
+        q = bend[e]
+        c = vertex_cloth[q[0]]
+        fe, He = bending_force_hessian(x[q[0]], x[q[1]], x[q[2]], x[q[3]], theta_prev[e], k, bend_k[e], bend_rest[e],
+                                       mat_damping[c] * inv_h)
+        f += fe
+        H += He
+
+    # seams: zero-length springs ½·k·|x_i − x_j|²
+    for a in range(v_spring_offsets[i], v_spring_offsets[i + 1]):
+        code = v_spring[a]
+        s = code // 2
+        k = code - 2 * s
+        pair = spring[s]
+        j = pair[1 - k]
+        ks = spring_k[s]
+        f += -ks * (xi - x[j])
+        H += wp.identity(n=3, dtype=float) * ks
+
+    # aerodynamic drag along the normal: f = -drag·A·((v − wind)·n)·n
+    if drag > 0.0:
+        n = normals[i]
+        ca = drag * vertex_area[i]
+        vrel = dx_step * inv_h - wind
+        f += -ca * wp.dot(vrel, n) * n
+        H += (ca * inv_h) * wp.outer(n, n)
+
+    ci = vertex_cloth[i]
+    r = mat_thickness[ci]
+    mu = mat_friction[ci]
+    if ground_enabled != 0:
+        fc, Hc = contact_plane(xi, xpi, wp.vec3(0.0, ground_height, 0.0), wp.vec3(0.0, 1.0, 0.0), wp.vec3(0.0),
+                               r, contact_stiffness, mu, h, friction_eps)
+        f += fc
+        H += Hc
+    for s in range(slots):
+        k = i * slots + s
+        if c_active[k] != 0:
+            fc, Hc = contact_plane(xi, xpi, c_point[k], c_normal[k], c_vel[k], r, contact_stiffness, mu, h, friction_eps)
+            f += fc
+            H += Hc
+
+    if wp.abs(wp.determinant(H)) > 1.0e-20:
+        x[i] = xi + wp.inverse(H) * f
+
+
+@wp.kernel
+def finish_substep_kernel(
+    x: wp.array(dtype=wp.vec3),
+    x_prev: wp.array(dtype=wp.vec3),
+    h: float,
+    v: wp.array(dtype=wp.vec3),
+    bad: wp.array(dtype=wp.int32),
+):
+    """v = (x − x_t)/h; flag non-finite positions (read once per frame)."""
+    i = wp.tid()
+    xi = x[i]
+    vi = (xi - x_prev[i]) / h
+    v[i] = vi
+    if not (wp.isfinite(xi) and wp.isfinite(vi)):
+        bad[0] = 1

@@ -1,0 +1,123 @@
+"""Mesh topology on the host (numpy): edges, bending stencils, vertex adjacency, graph colouring.
+
+Everything here runs once when a model is built; nothing runs per step.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .errors import InputError
+
+
+def unique_edges(triangles: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Undirected edges of a triangle mesh.
+
+    Returns:
+        edges: (E, 2) int64, sorted pairs (a < b), in lexicographic order.
+        tri_edge: (M, 3) int64, the edge index of each triangle's edge k (opposite vertex k).
+    """
+    t = np.asarray(triangles, dtype=np.int64)
+    # edge k of a triangle is opposite vertex k: (v1,v2), (v2,v0), (v0,v1)
+    he = np.stack([t[:, [1, 2]], t[:, [2, 0]], t[:, [0, 1]]], axis=1).reshape(-1, 2)
+    he_sorted = np.sort(he, axis=1)
+    edges, inverse = np.unique(he_sorted, axis=0, return_inverse=True)
+    return edges, inverse.reshape(-1, 3)
+
+
+def bending_stencils(triangles: np.ndarray) -> np.ndarray:
+    """Interior-edge stencils (x0, x1, x2, x3): x0-x1 is the shared edge, x2 / x3 the opposite vertices.
+
+    Orientation: triangle (x0, x1, x2) is one of the input triangles with its winding, and
+    (x1, x0, x3) the other, so the two normals agree on a flat, consistently wound sheet.
+    Non-manifold edges (more than two triangles) raise an error naming the edge.
+    """
+    t = np.asarray(triangles, dtype=np.int64)
+    he = np.stack([t[:, [0, 1]], t[:, [1, 2]], t[:, [2, 0]]], axis=1).reshape(-1, 2)
+    opp = np.stack([t[:, 2], t[:, 0], t[:, 1]], axis=1).reshape(-1)
+    key = np.sort(he, axis=1)
+    order = np.lexsort((key[:, 1], key[:, 0]))
+    key_s = key[order]
+    same_next = np.all(key_s[1:] == key_s[:-1], axis=1)
+    if np.any(same_next[1:] & same_next[:-1]):
+        i = int(np.nonzero(same_next[1:] & same_next[:-1])[0][0])
+        raise InputError(f"triangles: edge {tuple(key_s[i + 1])} is shared by more than two triangles (non-manifold)")
+    first = order[:-1][same_next]
+    second = order[1:][same_next]
+    a = he[first]
+    x3 = opp[second]
+    return np.stack([a[:, 0], a[:, 1], opp[first], x3], axis=1)
+
+
+def csr(owner: np.ndarray, payload: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
+    """Group ``payload`` by ``owner`` (both 1D) into CSR (offsets (count+1,), values), stable order."""
+    owner = np.asarray(owner, dtype=np.int64)
+    order = np.argsort(owner, kind="stable")
+    offsets = np.zeros(count + 1, dtype=np.int64)
+    np.add.at(offsets, owner + 1, 1)
+    return np.cumsum(offsets), np.asarray(payload)[order]
+
+
+def adjacency(n: int, groups: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Vertex adjacency (CSR, no self loops, unique) from element index arrays (K, arity)."""
+    rows, cols = [], []
+    for g in groups:
+        g = np.asarray(g, dtype=np.int64)
+        if g.size == 0:
+            continue
+        k = g.shape[1]
+        for a in range(k):
+            for b in range(k):
+                if a != b:
+                    rows.append(g[:, a])
+                    cols.append(g[:, b])
+    if not rows:
+        return np.zeros(n + 1, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    r = np.concatenate(rows)
+    c = np.concatenate(cols)
+    pairs = np.unique(r * n + c)
+    r, c = pairs // n, pairs % n
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.add.at(offsets, r + 1, 1)
+    return np.cumsum(offsets), c
+
+
+def color_graph(n: int, offsets: np.ndarray, neighbors: np.ndarray, seed: int = 0) -> np.ndarray:
+    """Colour vertices so that no two neighbours share a colour (vectorised Jones–Plassmann).
+
+    Each round, every uncoloured vertex whose random priority beats all its uncoloured
+    neighbours takes the smallest colour not used by its coloured neighbours. Deterministic
+    for a given seed. Returns (n,) int32 colours, 0-based.
+    """
+    rng = np.random.default_rng(seed)
+    prio = rng.permutation(n).astype(np.int64)
+    color = np.full(n, -1, dtype=np.int64)
+    deg = np.diff(offsets)
+    owner = np.repeat(np.arange(n), deg)
+    max_colors = int(deg.max(initial=0)) + 1
+    while True:
+        unc = color < 0
+        if not unc.any():
+            break
+        # a vertex is selected if no uncoloured neighbour has a higher priority
+        nb_prio = np.where(unc[neighbors], prio[neighbors], -1)
+        best = np.full(n, -1, dtype=np.int64)
+        np.maximum.at(best, owner, nb_prio)
+        sel = unc & (prio > best)
+        sel_idx = np.nonzero(sel)[0]
+        # smallest free colour: mark used colours of coloured neighbours in a bit table
+        used = np.zeros((n, max_colors + 1), dtype=bool)
+        nb_col = color[neighbors]
+        m = sel[owner] & (nb_col >= 0)
+        used[owner[m], nb_col[m]] = True
+        color[sel_idx] = np.argmin(used[sel_idx], axis=1)
+    return color.astype(np.int32)
+
+
+def check_coloring(offsets: np.ndarray, neighbors: np.ndarray, color: np.ndarray) -> None:
+    deg = np.diff(offsets)
+    owner = np.repeat(np.arange(len(color)), deg)
+    bad = color[owner] == color[neighbors]
+    if bad.any():
+        i = int(np.nonzero(bad)[0][0])
+        raise AssertionError(f"colouring conflict between vertices {owner[i]} and {neighbors[i]}")
