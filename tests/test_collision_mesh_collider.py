@@ -1,0 +1,171 @@
+"""MeshCollider + ClothColliderContacts.
+
+References: trimesh.triangles.closest_point against every face (float64) for closest points and
+distances on an icosphere; the sign from the exact geometry (the icosphere is convex: inside iff
+behind every face plane); brute-force float64 segment distances for the edge lists; the rigid translation
+for the collider point displacement. Tolerances: 1e-5 m (float32 at 0.2 m scale).
+"""
+
+import numpy as np
+import pytest
+import trimesh
+import warp as wp
+
+from clothsim.collision._arrays import unique_edges
+from clothsim.collision.mesh_collider import ClothColliderContacts, MeshCollider
+
+DEVICE = "cpu"
+R = 0.03
+
+
+@pytest.fixture(scope="module")
+def sphere():
+    return trimesh.creation.icosphere(subdivisions=3, radius=0.2)
+
+
+def sample_points(rng, n):
+    """Points at radii 0 .. 0.3 around the origin: inside deep, inside shallow, near outside, far."""
+    d = rng.normal(size=(n, 3))
+    d /= np.linalg.norm(d, axis=1, keepdims=True)
+    rad = np.concatenate([rng.uniform(0.0, 0.15, n // 4), rng.uniform(0.17, 0.2, n // 4),
+                          rng.uniform(0.2, 0.23, n // 4), rng.uniform(0.23, 0.3, n - 3 * (n // 4))])
+    return (d * rad[:, None]).astype(np.float32)
+
+
+def closest_point_brute_force(mesh, pts):
+    """trimesh.triangles.closest_point against every face; the nearest per point (float64)."""
+    tri = mesh.triangles
+    best = np.zeros_like(pts)
+    dist = np.full(len(pts), np.inf)
+    for i, p in enumerate(pts):
+        q = trimesh.triangles.closest_point(tri, np.repeat(p[None], len(tri), 0))
+        d = np.linalg.norm(q - p, axis=1)
+        k = d.argmin()
+        best[i], dist[i] = q[k], d[k]
+    return best, dist
+
+
+def test_vertex_contacts_match_trimesh(sphere):
+    rng = np.random.default_rng(0)
+    pts = sample_points(rng, 400)
+    col = MeshCollider(sphere.vertices, sphere.faces, device=DEVICE)
+    con = ClothColliderContacts(col, len(pts), np.zeros((0, 2), np.int32), device=DEVICE)
+    con.detect(wp.array(pts, dtype=wp.vec3, device=DEVICE), R)
+    face = con.vertex_face.numpy()
+    dist = con.vertex_dist.numpy()
+    normal = con.vertex_normal.numpy()
+    point = con.vertex_point.numpy()
+    bary = con.vertex_bary.numpy()
+
+    ref_pt, ref_d = closest_point_brute_force(sphere, pts.astype(np.float64))
+    # the icosphere is convex: inside iff behind every face plane
+    inside = (np.einsum("fj,pfj->pf", sphere.face_normals, pts[:, None, :] - sphere.triangles[None, :, 0]) < 0).all(1)
+    ref_sd = np.where(inside, -ref_d, ref_d)
+    expect = ref_sd < R
+    amb = np.abs(ref_sd - R) < 1e-5
+    assert expect.sum() > 250 and (~expect).sum() > 50
+    np.testing.assert_array_equal((face >= 0)[~amb], expect[~amb])
+    c = (face >= 0) & expect
+    np.testing.assert_allclose(point[c], ref_pt[c], atol=1e-5)
+    np.testing.assert_allclose(dist[c], ref_sd[c], atol=1e-5)
+    assert (dist[~expect & ~amb] == R).all()
+    # closest point = barycentric combination on the reported face
+    f = sphere.faces[face[c]]
+    np.testing.assert_allclose(np.einsum("ni,nij->nj", bary[c], sphere.vertices[f]), point[c], atol=1e-5)
+    # normals: unit, outward; outside they point from the surface to the vertex, inside they are the face normal
+    np.testing.assert_allclose(np.linalg.norm(normal[c], axis=1), 1.0, atol=1e-5)
+    out = c & ~inside & (ref_d > 1e-4)
+    np.testing.assert_allclose(normal[out], (pts[out] - ref_pt[out]) / ref_d[out, None], atol=1e-4)
+    ins = c & inside
+    np.testing.assert_allclose(normal[ins], sphere.face_normals[face[ins]], atol=1e-5)
+    # deep points (centre region) are found although deeper than R
+    deep = inside & (ref_d > R)
+    assert deep.sum() > 50 and (face[deep] >= 0).all()
+
+
+def test_thickness_offset_and_moving_collider(sphere):
+    pts = np.array([[0.0, 0.0, 0.215], [0.0, 0.0, 0.26]], dtype=np.float32)
+    col = MeshCollider(sphere.vertices, sphere.faces, device=DEVICE, thickness_offset=0.01)
+    con = ClothColliderContacts(col, 2, np.zeros((0, 2), np.int32), device=DEVICE)
+    shift = np.array([0.0, 0.0, 0.004], dtype=np.float32)
+    col.update_vertices(wp.array((sphere.vertices + shift).astype(np.float32), dtype=wp.vec3, device=DEVICE))
+    con.detect(wp.array(pts, dtype=wp.vec3, device=DEVICE), R)
+    # (0,0,0.2) is an icosphere vertex: the surface top is at 0.204 after the shift; offset surface at 0.214
+    np.testing.assert_allclose(con.vertex_dist.numpy()[0], 0.215 - 0.204 - 0.01, atol=1e-6)
+    assert con.vertex_face.numpy()[1] == -1  # 0.046 from the offset surface > R
+    np.testing.assert_allclose(con.vertex_disp.numpy()[0], shift, atol=1e-7)
+    np.testing.assert_allclose(con.vertex_normal.numpy()[0], [0, 0, 1], atol=1e-6)
+    col.reset_vertices(sphere.vertices)
+    con.detect(wp.array(pts, dtype=wp.vec3, device=DEVICE), R)
+    np.testing.assert_allclose(con.vertex_disp.numpy()[0], 0.0, atol=1e-7)
+
+
+def seg_dist(P0, P1, Q0, Q1):
+    """Vectorized float64 segment-segment distance (Ericson 5.1.9)."""
+    d1, d2, r = P1 - P0, Q1 - Q0, P0 - Q0
+    a = (d1 * d1).sum(-1)
+    e = (d2 * d2).sum(-1)
+    f = (d2 * r).sum(-1)
+    c = (d1 * r).sum(-1)
+    b = (d1 * d2).sum(-1)
+    den = a * e - b * b
+    s = np.where(den > 1e-12 * a * e, np.clip((b * f - c * e) / np.where(den > 0, den, 1), 0, 1), 0.0)
+    t = (b * s + f) / e
+    s = np.where(t < 0, np.clip(-c / a, 0, 1), np.where(t > 1, np.clip((b - c) / a, 0, 1), s))
+    t = np.clip(t, 0, 1)
+    return np.linalg.norm(P0 + s[:, None] * d1 - Q0 - t[:, None] * d2, axis=1)
+
+
+def cloth_over_box():
+    """A 9×9 cloth patch draped over the top edge of a 0.4 m box (cloth spans the edge at y = 0.2, z = 0.2)."""
+    n = 9
+    u, v = np.meshgrid(np.linspace(-0.3, 0.3, n), np.linspace(0.0, 0.3, n), indexing="ij")
+    y = 0.21 + 0.0 * v
+    z = 0.2 - 0.15 + v
+    x = np.stack([u, y - 0.1 * np.clip(v - 0.15, 0, None), z], -1).reshape(-1, 3)
+    tris = []
+    for i in range(n - 1):
+        for j in range(n - 1):
+            a, b, c, d = i * n + j, (i + 1) * n + j, (i + 1) * n + j + 1, i * n + j + 1
+            tris += [(a, b, c), (a, c, d)]
+    tris = np.array(tris, dtype=np.int32)
+    return x.astype(np.float32), tris, unique_edges(tris)
+
+
+def test_edge_and_corner_lists_match_brute_force():
+    box = trimesh.creation.box(extents=(0.4, 0.4, 0.4))
+    x, tris, edges = cloth_over_box()
+    col = MeshCollider(box.vertices, box.faces, device=DEVICE)
+    con = ClothColliderContacts(col, len(x), edges, triangles=tris, edge_capacity=1, triangle_capacity=1, device=DEVICE)
+    pos = wp.array(x, dtype=wp.vec3, device=DEVICE)
+    con.detect(pos, R)
+    assert con.overflowed()
+    caps = con.grow()
+    con.detect(pos, R)
+    assert not con.overflowed(), caps
+
+    ce = col.edges.numpy()
+    cv = box.vertices
+    ei, fi = np.meshgrid(np.arange(len(edges)), np.arange(len(ce)), indexing="ij")
+    ei, fi = ei.ravel(), fi.ravel()
+    xd = x.astype(np.float64)
+    d = seg_dist(xd[edges[ei, 0]], xd[edges[ei, 1]], cv[ce[fi, 0]], cv[ce[fi, 1]])
+    counts = con.ee_count.numpy()
+    lists = con.ee_edge.numpy().reshape(len(edges), con.edge_capacity)
+    assert (d < R).sum() > 10
+    for e in range(len(edges)):
+        got = set(lists[e, : counts[e]].tolist())
+        assert set(fi[(ei == e) & (d < R - 1e-5)].tolist()) <= got <= set(fi[(ei == e) & (d < R + 1e-5)].tolist())
+    # collider corners near cloth triangles
+    ti, vi = np.meshgrid(np.arange(len(tris)), np.arange(len(cv)), indexing="ij")
+    ti, vi = ti.ravel(), vi.ravel()
+    dt = np.linalg.norm(trimesh.triangles.closest_point(xd[tris[ti]], cv[vi]) - cv[vi], axis=1)
+    counts = con.tv_count.numpy()
+    lists = con.tv_vertex.numpy().reshape(len(tris), con.triangle_capacity)
+    assert (dt < R).sum() >= 2
+    for t in range(len(tris)):
+        got = set(lists[t, : counts[t]].tolist())
+        assert set(vi[(ti == t) & (dt < R - 1e-5)].tolist()) <= got <= set(vi[(ti == t) & (dt < R + 1e-5)].tolist())
+    con.release()
+    col.release()
+    col.release()
