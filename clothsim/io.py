@@ -50,6 +50,7 @@ def atomic_write(path: str | os.PathLike, mode: str = "wb") -> Iterator[IO[Any]]
     fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=_TMP_SUFFIX, dir=path.parent)
     try:
         with os.fdopen(fd, mode, **({"encoding": "utf-8", "newline": "\n"} if mode == "w" else {})) as f:
+            os.fchmod(f.fileno(), 0o666 & ~_umask())  # mkstemp makes 0600; use the usual permissions
             yield f
             f.flush()
             os.fsync(f.fileno())
@@ -58,6 +59,12 @@ def atomic_write(path: str | os.PathLike, mode: str = "wb") -> Iterator[IO[Any]]
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp_name)
         raise
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)  # reading the umask means setting it; put it straight back
+    os.umask(mask)
+    return mask
 
 
 def ensure_output_dir(path: str | os.PathLike) -> Path:
