@@ -26,7 +26,6 @@ from clothsim.collision.contact_funcs import (
     vt_contact_force_hessian,
 )
 
-DEVICE = "cpu"
 
 
 @wp.kernel
@@ -89,18 +88,18 @@ def _contact_kernel(
         hessian[i, role] = h
 
 
-def run_contacts(kind, x, x_prev, r, k, mu, eps_u):
+def run_contacts(kind, x, x_prev, r, k, mu, eps_u, device):
     n = x.shape[0]
-    xw = wp.array(x.astype(np.float32), dtype=wp.vec3, device=DEVICE)
-    xpw = wp.array(x_prev.astype(np.float32), dtype=wp.vec3, device=DEVICE)
-    e = wp.zeros(n, dtype=float, device=DEVICE)
-    f = wp.zeros((n, 4), dtype=wp.vec3, device=DEVICE)
-    h = wp.zeros((n, 4), dtype=wp.mat33, device=DEVICE)
-    wp.launch(_contact_kernel, dim=n, inputs=[kind, xw, xpw, wp.vec4(r, k, mu, eps_u)], outputs=[e, f, h], device=DEVICE)
+    xw = wp.array(x.astype(np.float32), dtype=wp.vec3, device=device)
+    xpw = wp.array(x_prev.astype(np.float32), dtype=wp.vec3, device=device)
+    e = wp.zeros(n, dtype=float, device=device)
+    f = wp.zeros((n, 4), dtype=wp.vec3, device=device)
+    h = wp.zeros((n, 4), dtype=wp.mat33, device=device)
+    wp.launch(_contact_kernel, dim=n, inputs=[kind, xw, xpw, wp.vec4(r, k, mu, eps_u)], outputs=[e, f, h], device=device)
     return e.numpy().astype(np.float64), f.numpy().astype(np.float64), h.numpy().astype(np.float64)
 
 
-def test_closest_point_triangle_matches_trimesh():
+def test_closest_point_triangle_matches_trimesh(device):
     import trimesh
 
     rng = np.random.default_rng(0)
@@ -108,10 +107,10 @@ def test_closest_point_triangle_matches_trimesh():
     tri = rng.normal(size=(n, 3, 3))
     # a few degenerate-ish and far-away points in the mix
     p = rng.normal(size=(n, 3)) * 2.0
-    pw = [wp.array(v.astype(np.float32), dtype=wp.vec3, device=DEVICE) for v in (p, tri[:, 0], tri[:, 1], tri[:, 2])]
-    q = wp.zeros(n, dtype=wp.vec3, device=DEVICE)
-    w = wp.zeros(n, dtype=wp.vec3, device=DEVICE)
-    wp.launch(_closest_tri_kernel, dim=n, inputs=pw, outputs=[q, w], device=DEVICE)
+    pw = [wp.array(v.astype(np.float32), dtype=wp.vec3, device=device) for v in (p, tri[:, 0], tri[:, 1], tri[:, 2])]
+    q = wp.zeros(n, dtype=wp.vec3, device=device)
+    w = wp.zeros(n, dtype=wp.vec3, device=device)
+    wp.launch(_closest_tri_kernel, dim=n, inputs=pw, outputs=[q, w], device=device)
     q, w = q.numpy(), w.numpy()
     ref = trimesh.triangles.closest_point(tri.astype(np.float32).astype(np.float64), p.astype(np.float32).astype(np.float64))
     np.testing.assert_allclose(q, ref, atol=2e-5)
@@ -127,18 +126,18 @@ def _segment_distance_grid(x):
     return np.sqrt(((P[:, None, :] - Q[None, :, :]) ** 2).sum(-1)).min()
 
 
-def _ee(x):
-    xw = wp.array(x.astype(np.float32), dtype=wp.vec3, device=DEVICE)
-    out = wp.zeros(len(x), dtype=wp.vec3, device=DEVICE)
-    wp.launch(_closest_ee_kernel, dim=len(x), inputs=[xw], outputs=[out], device=DEVICE)
+def _ee(x, device):
+    xw = wp.array(x.astype(np.float32), dtype=wp.vec3, device=device)
+    out = wp.zeros(len(x), dtype=wp.vec3, device=device)
+    wp.launch(_closest_ee_kernel, dim=len(x), inputs=[xw], outputs=[out], device=device)
     return out.numpy().astype(np.float64)
 
 
-def test_edge_edge_random_vs_grid():
+def test_edge_edge_random_vs_grid(device):
     rng = np.random.default_rng(1)
     x = rng.normal(size=(120, 4, 3))
     x = x.astype(np.float32).astype(np.float64)
-    got = _ee(x)
+    got = _ee(x, device)
     for i in range(len(x)):
         s, t, d = got[i]
         cp = x[i, 0] + s * (x[i, 1] - x[i, 0])
@@ -148,7 +147,7 @@ def test_edge_edge_random_vs_grid():
         assert 0 <= s <= 1 and 0 <= t <= 1
 
 
-def test_edge_edge_parallel_and_degenerate():
+def test_edge_edge_parallel_and_degenerate(device):
     x = np.array(
         [
             [[0, 0, 0], [1, 0, 0], [0.5, 0.01, 0], [2.0, 0.01, 0]],  # parallel, overlap [0.5, 1]
@@ -159,7 +158,7 @@ def test_edge_edge_parallel_and_degenerate():
         ],
         dtype=np.float64,
     )
-    got = _ee(x)
+    got = _ee(x, device)
     np.testing.assert_allclose(got[0], [0.75, 0.25 / 1.5, 0.01], atol=1e-6)
     np.testing.assert_allclose(got[1], [1.0, 0.0, np.hypot(1.0, 0.01)], atol=1e-6)
     np.testing.assert_allclose(got[2], [0.5, 0.5, 0.02], atol=1e-6)
@@ -199,7 +198,7 @@ def _random_ee(rng, n, r):
     return x
 
 
-def _roles_beta(kind, x):
+def _roles_beta(kind, x, device):
     """Closest-point weights β (float64 reference)."""
     import trimesh
 
@@ -207,18 +206,18 @@ def _roles_beta(kind, x):
         q = trimesh.triangles.closest_point(x[:, 1:4], x[:, 0])
         w = trimesh.triangles.points_to_barycentric(x[:, 1:4], q)
         return np.concatenate([np.ones((len(x), 1)), -w], axis=1)
-    st = _ee(x)
+    st = _ee(x, device)
     s, t = st[:, 0], st[:, 1]
     return np.stack([1 - s, s, t - 1, -t], axis=1)
 
 
 @pytest.mark.parametrize("kind", [0, 1])
-def test_contact_force_is_minus_energy_gradient(kind):
+def test_contact_force_is_minus_energy_gradient(kind, device):
     rng = np.random.default_rng(2 + kind)
     r, k = 0.01, 1.0e4
     x = (_random_vt if kind == 0 else _random_ee)(rng, 40, r)
     x = x.astype(np.float32).astype(np.float64)
-    e, f, h = run_contacts(kind, x, x, r, k, 0.0, 1e-4)
+    e, f, h = run_contacts(kind, x, x, r, k, 0.0, 1e-4, device)
     assert (e > 0).all()
     h_step = 1e-5
     fd = np.zeros_like(f)
@@ -231,8 +230,8 @@ def test_contact_force_is_minus_energy_gradient(kind):
             xp32 = xp.astype(np.float32)
             xm32 = xm.astype(np.float32)
             step = xp32[:, role, ax].astype(np.float64) - xm32[:, role, ax].astype(np.float64)  # the step actually taken
-            ep, _, _ = run_contacts(kind, xp32, xp32, r, k, 0.0, 1e-4)
-            em, _, _ = run_contacts(kind, xm32, xm32, r, k, 0.0, 1e-4)
+            ep, _, _ = run_contacts(kind, xp32, xp32, r, k, 0.0, 1e-4, device)
+            em, _, _ = run_contacts(kind, xm32, xm32, r, k, 0.0, 1e-4, device)
             fd[:, role, ax] = -(ep - em) / step
     scale = np.abs(f).max(axis=(1, 2), keepdims=True)
     np.testing.assert_allclose(f / scale, fd / scale, atol=2e-3)
@@ -240,7 +239,7 @@ def test_contact_force_is_minus_energy_gradient(kind):
     np.testing.assert_allclose(f.sum(1) / scale[:, 0], 0.0, atol=1e-5)
 
     # Hessians: symmetric PSD; normal part k β²
-    beta = _roles_beta(kind, x)
+    beta = _roles_beta(kind, x, device)
     n = f[:, 0] / np.linalg.norm(f[:, 0], axis=1, keepdims=True) * np.sign(beta[:, :1])
     for role in range(4):
         H = h[:, role]
@@ -250,7 +249,7 @@ def test_contact_force_is_minus_energy_gradient(kind):
 
 
 @pytest.mark.parametrize("kind", [0, 1])
-def test_friction_matches_lagged_potential(kind):
+def test_friction_matches_lagged_potential(kind, device):
     """Friction = −∂/∂x_j [μ λ f0(|P u|)], with λ, n, β from the current iterate held fixed."""
     rng = np.random.default_rng(5 + kind)
     r, k, mu = 0.01, 1.0e4, 0.4
@@ -260,9 +259,9 @@ def test_friction_matches_lagged_potential(kind):
     # start-of-step positions: tangential slips on both sides of eps_u (stick and slide regimes)
     slip = rng.normal(size=x.shape) * rng.choice([2e-4, 3e-3], size=(len(x), 1, 1))
     x_prev = (x - slip).astype(np.float32).astype(np.float64)
-    _, f0, h0 = run_contacts(kind, x, x, r, k, 0.0, eps_u)  # normal part only
-    _, f, h = run_contacts(kind, x, x_prev, r, k, mu, eps_u)
-    beta = _roles_beta(kind, x)
+    _, f0, h0 = run_contacts(kind, x, x, r, k, 0.0, eps_u, device)  # normal part only
+    _, f, h = run_contacts(kind, x, x_prev, r, k, mu, eps_u, device)
+    beta = _roles_beta(kind, x, device)
     # lagged quantities from the normal force on role 0: F_0 = β_0 λ n
     lam_n = f0[:, 0] / beta[:, :1]
     lam = np.linalg.norm(lam_n, axis=1)
@@ -300,7 +299,7 @@ def test_friction_matches_lagged_potential(kind):
         )
 
 
-def test_contact_inactive_beyond_thickness_and_fallback_normal():
+def test_contact_inactive_beyond_thickness_and_fallback_normal(device):
     r, k = 0.01, 1.0e4
     tri = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0]], dtype=np.float64)
     x = np.array(
@@ -311,7 +310,7 @@ def test_contact_inactive_beyond_thickness_and_fallback_normal():
     )
     x_prev = x.copy()
     x_prev[1, 0, 2] = -0.005
-    e, f, h = run_contacts(0, x, x_prev, r, k, 0.0, 1e-4)
+    e, f, h = run_contacts(0, x, x_prev, r, k, 0.0, 1e-4, device)
     assert e[0] == 0 and np.abs(f[0]).max() == 0 and np.abs(h[0]).max() == 0
     # pushed back to the side it came from with the full force k r
     np.testing.assert_allclose(f[1, 0], [0, 0, -k * r], rtol=1e-5)
@@ -325,13 +324,13 @@ def _mollifier_kernel(y: wp.array(dtype=float), eps_u: float, f0: wp.array(dtype
     g[i] = friction_f1_over_y(y[i], eps_u)
 
 
-def test_mollifier_is_c1():
+def test_mollifier_is_c1(device):
     eps_u = 1e-3
     y = np.array([0.0, 0.25e-3, 0.5e-3, 1e-3 - 1e-9, 1e-3, 2e-3], dtype=np.float32)
-    yw = wp.array(y, dtype=float, device=DEVICE)
-    f0 = wp.zeros(len(y), dtype=float, device=DEVICE)
-    g = wp.zeros(len(y), dtype=float, device=DEVICE)
-    wp.launch(_mollifier_kernel, dim=len(y), inputs=[yw, eps_u], outputs=[f0, g], device=DEVICE)
+    yw = wp.array(y, dtype=float, device=device)
+    f0 = wp.zeros(len(y), dtype=float, device=device)
+    g = wp.zeros(len(y), dtype=float, device=device)
+    wp.launch(_mollifier_kernel, dim=len(y), inputs=[yw, eps_u], outputs=[f0, g], device=device)
     f0, g = f0.numpy(), g.numpy()
     assert f0[0] == pytest.approx(eps_u / 3)
     assert f0[3] == pytest.approx(eps_u, rel=1e-5) and f0[4] == pytest.approx(eps_u)

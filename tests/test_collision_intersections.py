@@ -19,7 +19,6 @@ from clothsim.collision.intersections import (
     self_intersection_counts,
 )
 
-DEVICE = "cpu"
 
 
 def _seg_hits_tri(p, q, a, b, c):
@@ -72,29 +71,29 @@ def random_soup(rng, n_vertices, n_tris):
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_self_counts_match_brute_force(seed):
+def test_self_counts_match_brute_force(seed, device):
     rng = np.random.default_rng(seed)
     x, tris = random_soup(rng, 60, 120)
     ref = self_counts_reference(x, tris)
-    got = self_intersection_counts(x, tris, device=DEVICE)
+    got = self_intersection_counts(x, tris, device=device)
     assert ref.sum() > 10  # the test is not vacuous
     np.testing.assert_array_equal(got, ref)
-    assert count_self_intersections(x, tris, device=DEVICE) == ref.sum()
+    assert count_self_intersections(x, tris, device=device) == ref.sum()
 
 
 @pytest.mark.parametrize("seed", [3, 4])
-def test_mesh_counts_match_brute_force(seed):
+def test_mesh_counts_match_brute_force(seed, device):
     rng = np.random.default_rng(seed)
     xa, ta = random_soup(rng, 50, 80)
     xb, tb = random_soup(rng, 50, 80)
     i, j = np.meshgrid(np.arange(len(ta)), np.arange(len(tb)), indexing="ij")
     ref = tri_tri_reference(xa.astype(np.float64)[ta[i.ravel()]], xb.astype(np.float64)[tb[j.ravel()]]).sum()
     assert ref > 10
-    assert count_mesh_intersections(xa, ta, xb, tb, device=DEVICE) == ref
+    assert count_mesh_intersections(xa, ta, xb, tb, device=device) == ref
     # symmetric in its arguments, and wp.array inputs give the same answer
-    assert count_mesh_intersections(xb, tb, xa, ta, device=DEVICE) == ref
-    wa = wp.array(xa, dtype=wp.vec3, device=DEVICE)
-    wt = wp.array(ta, dtype=wp.vec3i, device=DEVICE)
+    assert count_mesh_intersections(xb, tb, xa, ta, device=device) == ref
+    wa = wp.array(xa, dtype=wp.vec3, device=device)
+    wt = wp.array(ta, dtype=wp.vec3i, device=device)
     assert count_mesh_intersections(wa, wt, xb, tb) == ref
 
 
@@ -117,30 +116,30 @@ TRI = np.array([[0, 1, 2]], dtype=np.int32)
         ([[0.2, 0.2, 0.3], [0.2, 0.2, 0.3], [0.5, 0.5, -1]], 0, "degenerate (zero area)"),
     ],
 )
-def test_crafted_pairs(other, expected, what):
+def test_crafted_pairs(other, expected, what, device):
     b = np.array(other, dtype=np.float32)
-    assert count_mesh_intersections(T0, TRI, b, TRI, device=DEVICE) == expected, what
+    assert count_mesh_intersections(T0, TRI, b, TRI, device=device) == expected, what
     # as one mesh without shared vertices the answer is the same
     x = np.concatenate([T0, b])
     tris = np.array([[0, 1, 2], [3, 4, 5]], dtype=np.int32)
-    assert count_self_intersections(x, tris, device=DEVICE) == expected, what
+    assert count_self_intersections(x, tris, device=device) == expected, what
 
 
-def test_neighbours_are_excluded():
+def test_neighbours_are_excluded(device):
     # a folded strip: consecutive triangles share vertices and touch by construction
     x = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0], [1, 1, 0], [0, 0, 0.0]], dtype=np.float32)
     tris = np.array([[0, 1, 2], [1, 3, 2], [2, 1, 4]], dtype=np.int32)
-    assert count_self_intersections(x, tris, device=DEVICE) == 0
+    assert count_self_intersections(x, tris, device=device) == 0
 
 
-def test_max_penetration_box():
+def test_max_penetration_box(device):
     import trimesh
 
     box = trimesh.creation.box(extents=(1.0, 1.0, 1.0))
     pts = np.array([[0.0, 0.0, 0.0], [0.45, 0.0, 0.0], [0.0, -0.3, 0.1], [2.0, 0.0, 0.0], [0.5, 0.6, 0.0]])
-    depth = penetration_depths(pts, box.vertices, box.faces, device=DEVICE)
+    depth = penetration_depths(pts, box.vertices, box.faces, device=device)
     # reference: inside a unit box centred at 0, depth = 0.5 - max |coordinate|
     ref = np.where(np.abs(pts).max(1) < 0.5, 0.5 - np.abs(pts).max(1), 0.0)
     np.testing.assert_allclose(depth, ref, atol=1e-6)
-    assert max_penetration(pts, box.vertices, box.faces, device=DEVICE) == pytest.approx(0.5, abs=1e-6)
-    assert max_penetration(pts[3:], box.vertices, box.faces, device=DEVICE) == 0.0
+    assert max_penetration(pts, box.vertices, box.faces, device=device) == pytest.approx(0.5, abs=1e-6)
+    assert max_penetration(pts[3:], box.vertices, box.faces, device=device) == 0.0

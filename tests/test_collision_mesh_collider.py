@@ -14,7 +14,6 @@ import warp as wp
 from clothsim.collision._arrays import unique_edges
 from clothsim.collision.mesh_collider import ClothColliderContacts, MeshCollider
 
-DEVICE = "cpu"
 R = 0.03
 
 
@@ -45,12 +44,12 @@ def closest_point_brute_force(mesh, pts):
     return best, dist
 
 
-def test_vertex_contacts_match_trimesh(sphere):
+def test_vertex_contacts_match_trimesh(sphere, device):
     rng = np.random.default_rng(0)
     pts = sample_points(rng, 400)
-    col = MeshCollider(sphere.vertices, sphere.faces, device=DEVICE)
-    con = ClothColliderContacts(col, len(pts), np.zeros((0, 2), np.int32), device=DEVICE)
-    con.detect(wp.array(pts, dtype=wp.vec3, device=DEVICE), R)
+    col = MeshCollider(sphere.vertices, sphere.faces, device=device)
+    con = ClothColliderContacts(col, len(pts), np.zeros((0, 2), np.int32), device=device)
+    con.detect(wp.array(pts, dtype=wp.vec3, device=device), R)
     face = con.vertex_face.numpy()
     dist = con.vertex_dist.numpy()
     normal = con.vertex_normal.numpy()
@@ -83,20 +82,20 @@ def test_vertex_contacts_match_trimesh(sphere):
     assert deep.sum() > 50 and (face[deep] >= 0).all()
 
 
-def test_thickness_offset_and_moving_collider(sphere):
+def test_thickness_offset_and_moving_collider(sphere, device):
     pts = np.array([[0.0, 0.0, 0.215], [0.0, 0.0, 0.26]], dtype=np.float32)
-    col = MeshCollider(sphere.vertices, sphere.faces, device=DEVICE, thickness_offset=0.01)
-    con = ClothColliderContacts(col, 2, np.zeros((0, 2), np.int32), device=DEVICE)
+    col = MeshCollider(sphere.vertices, sphere.faces, device=device, thickness_offset=0.01)
+    con = ClothColliderContacts(col, 2, np.zeros((0, 2), np.int32), device=device)
     shift = np.array([0.0, 0.0, 0.004], dtype=np.float32)
-    col.update_vertices(wp.array((sphere.vertices + shift).astype(np.float32), dtype=wp.vec3, device=DEVICE))
-    con.detect(wp.array(pts, dtype=wp.vec3, device=DEVICE), R)
+    col.update_vertices(wp.array((sphere.vertices + shift).astype(np.float32), dtype=wp.vec3, device=device))
+    con.detect(wp.array(pts, dtype=wp.vec3, device=device), R)
     # (0,0,0.2) is an icosphere vertex: the surface top is at 0.204 after the shift; offset surface at 0.214
     np.testing.assert_allclose(con.vertex_dist.numpy()[0], 0.215 - 0.204 - 0.01, atol=1e-6)
     assert con.vertex_face.numpy()[1] == -1  # 0.046 from the offset surface > R
     np.testing.assert_allclose(con.vertex_disp.numpy()[0], shift, atol=1e-7)
     np.testing.assert_allclose(con.vertex_normal.numpy()[0], [0, 0, 1], atol=1e-6)
     col.reset_vertices(sphere.vertices)
-    con.detect(wp.array(pts, dtype=wp.vec3, device=DEVICE), R)
+    con.detect(wp.array(pts, dtype=wp.vec3, device=device), R)
     np.testing.assert_allclose(con.vertex_disp.numpy()[0], 0.0, atol=1e-7)
 
 
@@ -132,12 +131,12 @@ def cloth_over_box():
     return x.astype(np.float32), tris, unique_edges(tris)
 
 
-def test_edge_and_corner_lists_match_brute_force():
+def test_edge_and_corner_lists_match_brute_force(device):
     box = trimesh.creation.box(extents=(0.4, 0.4, 0.4))
     x, tris, edges = cloth_over_box()
-    col = MeshCollider(box.vertices, box.faces, device=DEVICE)
-    con = ClothColliderContacts(col, len(x), edges, triangles=tris, edge_capacity=1, triangle_capacity=1, device=DEVICE)
-    pos = wp.array(x, dtype=wp.vec3, device=DEVICE)
+    col = MeshCollider(box.vertices, box.faces, device=device)
+    con = ClothColliderContacts(col, len(x), edges, triangles=tris, edge_capacity=1, triangle_capacity=1, device=device)
+    pos = wp.array(x, dtype=wp.vec3, device=device)
     con.detect(pos, R)
     assert con.overflowed()
     caps = con.grow()

@@ -15,7 +15,6 @@ import warp as wp
 from clothsim.collision._arrays import unique_edges
 from clothsim.collision.self_contact import SelfContactDetector
 
-DEVICE = "cpu"
 R = 0.06
 AMBIG = 1e-5
 
@@ -93,10 +92,10 @@ def cloth():
     return x, tris, edges, reference(x, tris, edges, R)
 
 
-def test_lists_match_brute_force(cloth):
+def test_lists_match_brute_force(cloth, device):
     x, tris, edges, (vt, ee, min_dist) = cloth
-    det = SelfContactDetector(len(x), tris, edges, vertex_capacity=64, edge_capacity=64, device=DEVICE, positions=x)
-    pos = wp.array(x, dtype=wp.vec3, device=DEVICE)
+    det = SelfContactDetector(len(x), tris, edges, vertex_capacity=64, edge_capacity=64, device=device, positions=x)
+    pos = wp.array(x, dtype=wp.vec3, device=device)
     det.detect(pos, R)
     assert not det.overflowed()
     got = det.lists_numpy()
@@ -111,16 +110,16 @@ def test_lists_match_brute_force(cloth):
     assert (min_dist < R).sum() > len(x) // 2
 
 
-def test_detect_refits_after_motion_and_is_deterministic(cloth):
+def test_detect_refits_after_motion_and_is_deterministic(cloth, device):
     x, tris, edges, _ = cloth
-    det = SelfContactDetector(len(x), tris, edges, vertex_capacity=64, edge_capacity=64, device=DEVICE)
+    det = SelfContactDetector(len(x), tris, edges, vertex_capacity=64, edge_capacity=64, device=device)
     # built lazily on a flat sheet, then the crumpled shape arrives: refit must still find everything
     flat = x.copy()
     flat[:, 2] = 0.0
-    det.detect(wp.array(flat * 3.0, dtype=wp.vec3, device=DEVICE), R)
+    det.detect(wp.array(flat * 3.0, dtype=wp.vec3, device=device), R)
     x2 = x + np.float32(0.01) * np.sin(np.arange(x.size, dtype=np.float32)).reshape(x.shape)
     (vi, ti, dvt), (ei, fi, dee), md = reference(x2, tris, edges, R)
-    pos = wp.array(x2, dtype=wp.vec3, device=DEVICE)
+    pos = wp.array(x2, dtype=wp.vec3, device=device)
     det.detect(pos, R)
     got = det.lists_numpy()
     check_lists(got["vt"], vi, ti, dvt, len(x), R)
@@ -135,10 +134,10 @@ def test_detect_refits_after_motion_and_is_deterministic(cloth):
     assert det.vt_tri is None
 
 
-def test_overflow_and_grow(cloth):
+def test_overflow_and_grow(cloth, device):
     x, tris, edges, (vt, ee, min_dist) = cloth
-    det = SelfContactDetector(len(x), tris, edges, vertex_capacity=2, edge_capacity=2, device=DEVICE, positions=x)
-    pos = wp.array(x, dtype=wp.vec3, device=DEVICE)
+    det = SelfContactDetector(len(x), tris, edges, vertex_capacity=2, edge_capacity=2, device=device, positions=x)
+    pos = wp.array(x, dtype=wp.vec3, device=device)
     det.detect(pos, R)
     assert det.overflowed()
     # truncated lists are still valid contacts and min_dist still counts the dropped pairs

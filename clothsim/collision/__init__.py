@@ -9,5 +9,14 @@ Modules:
 """
 
 from .intersections import count_mesh_intersections, count_self_intersections, max_penetration
+from .mesh_collider import ClothColliderContacts, MeshCollider
+from .self_contact import SelfContactDetector
 
-__all__ = ["count_mesh_intersections", "count_self_intersections", "max_penetration"]
+__all__ = [
+    "ClothColliderContacts",
+    "MeshCollider",
+    "SelfContactDetector",
+    "count_mesh_intersections",
+    "count_self_intersections",
+    "max_penetration",
+]

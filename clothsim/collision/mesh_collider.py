@@ -285,7 +285,8 @@ class MeshCollider:
         """Move the collider: previous ← current, current ← ``new_vertices`` ``(N, 3)`` [m]; refit the BVHs.
 
         With a wp.array of vec3 on the collider's device this is copies and kernel launches only
-        (capturable); numpy input is uploaded first.
+        (capturable in a CUDA graph; not on the CPU, where Warp 1.19's graph capture does not record
+        ``wp.Mesh.refit``); numpy input is uploaded first.
         """
         wp.copy(self.prev_points, self.points)
         self._copy_in(new_vertices)

@@ -345,7 +345,8 @@ class SelfContactDetector:
         ``positions``: ``wp.array(dtype=wp.vec3)`` with at least N entries, on the detector's device.
         Launches kernels only (no host synchronisation, no allocation once built), so it can be
         captured in a CUDA graph; ``query_radius`` is then fixed into the graph. ``overflow`` and
-        ``required`` accumulate until :meth:`reset_overflow`.
+        ``required`` accumulate until :meth:`reset_overflow`. Do not capture it on the CPU: Warp
+        1.19's CPU graph capture does not record ``wp.Mesh.refit`` (it runs once, at capture time).
         """
         if self.mesh is None:
             self.build(positions)
