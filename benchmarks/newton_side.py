@@ -1,0 +1,538 @@
+"""Newton ``SolverVBD`` on the same cloth as clothsim's benchmark grid.
+
+This module is the Newton half of ``benchmarks/sim_grid.py --compare newton``.
+It only imports ``newton`` inside functions, so the rest of the benchmark works
+where Newton is not installed (check with :func:`newton_available`).
+
+Units: SI (m, kg, s, N). Y is up, like clothsim (Newton's builder is told so).
+
+The parameter mapping (clothsim material -> Newton parameters) and the Newton
+source lines it rests on are written down in ``benchmarks/newton_mapping.md``;
+:func:`newton_parameters` is that mapping in code.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+FRAME_DT = 1.0 / 60.0
+
+
+# --------------------------------------------------------------------------- material
+
+
+@dataclass(frozen=True)
+class BenchMaterial:
+    """An isotropic cloth material in clothsim's terms (SI units).
+
+    stretch:      E*t, membrane tensile stiffness [N/m] (same along warp and weft)
+    poisson:      Poisson ratio nu [-]
+    shear:        in-plane shear stiffness G [N/m per rad]; ``None`` means the
+                  isotropic value E*t / (2 (1 + nu)), the only one Newton's
+                  isotropic membrane can represent
+    bending:      bending rigidity B [N*m]
+    density:      areal density [kg/m^2]
+    damping:      stiffness-proportional (Rayleigh) damping k_d [s]
+    thickness:    contact thickness [m] (self contact and ground)
+    friction:     Coulomb friction coefficient [-]
+    contact_ke:   contact penalty stiffness [N/m] (clothsim Simulator(contact_stiffness=))
+    contact_gap:  contact search distance beyond the thickness [m] (clothsim Simulator(contact_margin=))
+    bend_calibration: the factor c in clothsim's per-edge bending coefficient
+                  k_e = c * B * 3 |e|^2 / (A1 + A2)
+    """
+
+    stretch: float = 500.0
+    poisson: float = 0.3
+    shear: float | None = None
+    bending: float = 5.0e-6
+    density: float = 0.15
+    damping: float = 0.0
+    thickness: float = 0.004
+    friction: float = 0.3
+    contact_ke: float = 1.0e4
+    contact_gap: float = 0.01
+    bend_calibration: float = 2.0 / 3.0
+
+    @property
+    def shear_modulus(self) -> float:
+        if self.shear is None:
+            return self.stretch / (2.0 * (1.0 + self.poisson))
+        return self.shear
+
+    @property
+    def lame_mu(self) -> float:
+        """Lame mu of the 2D St.Venant-Kirchhoff membrane [N/m] (= G)."""
+        return self.shear_modulus
+
+    @property
+    def lame_lambda(self) -> float:
+        """Lame lambda of the 2D St.Venant-Kirchhoff membrane [N/m] = nu E / (1 - nu^2) (= C12)."""
+        return self.poisson * self.stretch / (1.0 - self.poisson**2)
+
+    def replace(self, **kw) -> "BenchMaterial":
+        return dataclasses.replace(self, **kw)
+
+
+# --------------------------------------------------------------------------- mesh
+
+
+def grid_mesh(n: int, size: float, height: float = 0.0, diagonals: str = "alternate"):
+    """A square n x n vertex grid lying in the xz plane at y = height.
+
+    Vertices are row-major, v = j*n + i, at x = -L/2 + i*L/(n-1), z = -L/2 + j*L/(n-1).
+    Each cell (i, j) with corners a=(i,j), b=(i+1,j), c=(i,j+1), d=(i+1,j+1) is cut
+    along one diagonal: "alternate" uses a-d when (i + j) is even and b-c otherwise
+    (a union-jack-free checker pattern); "right" always a-d, "left" always b-c.
+    Triangles are wound so their normal points to +y.
+
+    Returns (vertices (n*n, 3) float64 [m], triangles (2 (n-1)^2, 3) int32).
+
+    The benchmark takes the mesh from ``clothsim.Cloth.grid`` whenever clothsim
+    is importable; this generator is only the fallback and the cross-check.
+    """
+    L = float(size)
+    xs = -0.5 * L + np.arange(n) * (L / (n - 1))
+    X, Z = np.meshgrid(xs, xs, indexing="xy")  # X[j, i] = xs[i], Z[j, i] = xs[j]
+    verts = np.stack([X.ravel(), np.full(n * n, float(height)), Z.ravel()], axis=1)
+    tris = []
+    for j in range(n - 1):
+        for i in range(n - 1):
+            a = j * n + i
+            b = a + 1
+            c = a + n
+            d = c + 1
+            if diagonals == "right":
+                cut_ad = True
+            elif diagonals == "left":
+                cut_ad = False
+            else:
+                cut_ad = (i + j) % 2 == 0
+            # normal +y: (x-axis) x (z-axis) = -y, so order a, c, b (z then x) gives +y
+            if cut_ad:
+                tris.append((a, c, d))
+                tris.append((a, d, b))
+            else:
+                tris.append((a, c, b))
+                tris.append((b, c, d))
+    return verts, np.asarray(tris, dtype=np.int32)
+
+
+def interior_edges(tris: np.ndarray):
+    """Interior edges of a manifold triangle mesh.
+
+    Returns an (E, 4) int array in Newton's ``add_edge`` order (o0, o1, v0, v1):
+    o0, o1 the opposite vertices, (v0, v1) the shared edge, oriented so the two
+    triangles are (o0, v0, v1) and (o1, v1, v0) counter-clockwise, i.e. the edge
+    v0->v1 appears in o0's triangle in that direction.
+    """
+    half = {}
+    for t in tris:
+        for k in range(3):
+            a, b, c = int(t[k]), int(t[(k + 1) % 3]), int(t[(k + 2) % 3])
+            half[(a, b)] = c  # directed edge a->b, opposite vertex c
+    out = []
+    for (a, b), c in half.items():
+        if (b, a) in half and a < b:
+            # triangle (c, a, b) is ccw -> edge a->b in it; the other has b->a
+            out.append((c, half[(b, a)], a, b))
+    return np.asarray(out, dtype=np.int64).reshape(-1, 4)
+
+
+def triangle_areas(verts: np.ndarray, tris: np.ndarray) -> np.ndarray:
+    e1 = verts[tris[:, 1]] - verts[tris[:, 0]]
+    e2 = verts[tris[:, 2]] - verts[tris[:, 0]]
+    return 0.5 * np.linalg.norm(np.cross(e1, e2), axis=1)
+
+
+# --------------------------------------------------------------------------- mapping
+
+
+def newton_parameters(material: BenchMaterial, verts: np.ndarray, tris: np.ndarray) -> dict:
+    """clothsim material -> Newton SolverVBD parameters (see newton_mapping.md).
+
+    Returns a dict with scalar ``tri_ke``, ``tri_ka``, ``tri_kd``, ``density``,
+    per-edge arrays ``edges`` (E,4), ``edge_ke`` (E,), ``edge_kd`` (E,), and
+    the contact numbers.
+    """
+    mu = material.lame_mu
+    lam = material.lame_lambda
+    edges = interior_edges(tris)
+    # triangle area per (unordered) edge -> A1 + A2
+    areas = triangle_areas(verts, tris)
+    area_sum = {}
+    for t, A in zip(tris, areas):
+        for k in range(3):
+            a, b = int(t[k]), int(t[(k + 1) % 3])
+            key = (min(a, b), max(a, b))
+            area_sum[key] = area_sum.get(key, 0.0) + A
+    a12 = np.array([area_sum[(min(e[2], e[3]), max(e[2], e[3]))] for e in edges])
+    elen = np.linalg.norm(verts[edges[:, 3]] - verts[edges[:, 2]], axis=1)
+    # clothsim: E_e = 1/2 k_e (theta - theta0)^2, k_e = c B 3 |e|^2 / (A1 + A2)
+    # Newton:   E_e = 1/2 (edge_ke * |e|_rest) (theta - theta0)^2
+    k_e = material.bend_calibration * material.bending * 3.0 * elen**2 / a12
+    edge_ke = k_e / elen
+    # damping: Newton R_e = 1/2 edge_kd |e| thetadot^2 ; Rayleigh: 1/2 k_d k_e thetadot^2
+    edge_kd = material.damping * edge_ke
+    # membrane damping: Newton R = 1/2 tri_kd A |dC/dt|^2 = 2 tri_kd A |dE/dt|^2 ;
+    # Rayleigh shear part k_d A mu |dE/dt|^2 -> tri_kd = k_d mu / 2 (no lambda part in Newton)
+    tri_kd = material.damping * mu / 2.0
+    return {
+        "tri_ke": mu,
+        "tri_ka": lam,
+        "tri_kd": tri_kd,
+        "density": material.density,
+        "edges": edges,
+        "edge_ke": edge_ke,
+        "edge_kd": edge_kd,
+        "k_e": k_e,
+        "contact_margin": material.thickness,
+        "particle_radius": material.thickness,
+        "contact_ke": material.contact_ke,
+        "contact_gap": material.contact_gap,
+        "friction": material.friction,
+    }
+
+
+# --------------------------------------------------------------------------- Newton
+
+
+def newton_available() -> tuple[bool, str]:
+    """(True, version) when ``import newton`` works, else (False, reason)."""
+    try:
+        import newton  # noqa: F401
+
+        return True, getattr(newton, "__version__", "?")
+    except Exception as exc:  # pragma: no cover - depends on the environment
+        return False, f"{type(exc).__name__}: {exc}"
+
+
+class NewtonCloth:
+    """One Newton model + SolverVBD + states + collision pipeline, stepped per 60 Hz frame.
+
+    Mirrors Newton's own cloth examples (newton/examples/cloth/example_cloth_hanging.py):
+    ``collision_pipeline.collide`` + ``solver.step`` per substep, states swapped,
+    the whole frame captured once with ``wp.ScopedCapture`` and replayed with
+    ``wp.capture_launch`` (on CUDA; on CPU Warp 1.19 records a CPU graph too,
+    used when ``graph=True`` and it captures cleanly).
+    """
+
+    def __init__(
+        self,
+        verts: np.ndarray,
+        tris: np.ndarray,
+        pinned: np.ndarray,
+        material: BenchMaterial,
+        *,
+        device: str = "cpu",
+        substeps: int = 10,
+        iterations: int = 10,
+        ground: float | None = None,
+        self_collision: bool = False,
+        gravity: float = -9.81,
+        graph: bool = True,
+        tile_solve: bool | None = None,
+    ):
+        import newton
+        import warp as wp
+
+        self.wp = wp
+        self.newton = newton
+        self.device = wp.get_device(device)
+        self.substeps = int(substeps)
+        self.iterations = int(iterations)
+        self.dt = FRAME_DT / self.substeps
+        self.self_collision = bool(self_collision)
+        self.ground = ground
+        self.use_graph = bool(graph)
+        self.params = p = newton_parameters(material, verts, tris)
+        self.n_particles = len(verts)
+        self.tris = np.asarray(tris, dtype=np.int32)
+
+        with wp.ScopedDevice(self.device):
+            builder = newton.ModelBuilder(up_axis=newton.Axis.Y, gravity=(0.0, float(gravity), 0.0))
+            if ground is not None:
+                cfg = builder.default_shape_cfg.copy()
+                # body-particle contact material = mean(ke), mean(kd), sqrt(mu0*mu1):
+                # give the plane the same numbers so the mix is the intended value.
+                cfg.ke = p["contact_ke"]
+                cfg.kd = 0.0
+                cfg.mu = p["friction"]
+                builder.add_ground_plane(height=float(ground), cfg=cfg)
+
+            ntri = len(tris)
+            builder.add_particles(
+                [tuple(map(float, v)) for v in verts],
+                [(0.0, 0.0, 0.0)] * len(verts),
+                mass=[0.0] * len(verts),
+                radius=[p["particle_radius"]] * len(verts),
+            )
+            areas = builder.add_triangles(
+                tris[:, 0].tolist(),
+                tris[:, 1].tolist(),
+                tris[:, 2].tolist(),
+                tri_ke=[p["tri_ke"]] * ntri,
+                tri_ka=[p["tri_ka"]] * ntri,
+                tri_kd=[p["tri_kd"]] * ntri,
+                tri_drag=[0.0] * ntri,
+                tri_lift=[0.0] * ntri,
+            )
+            # lumped mass: density * area / 3 per corner (same as add_cloth_mesh)
+            mass = np.zeros(len(verts))
+            for t, A in zip(tris, areas):
+                mass[t] += p["density"] * A / 3.0
+            e = p["edges"]
+            builder.add_edges(
+                e[:, 0].tolist(),
+                e[:, 1].tolist(),
+                e[:, 2].tolist(),
+                e[:, 3].tolist(),
+                edge_ke=p["edge_ke"].tolist(),
+                edge_kd=p["edge_kd"].tolist(),
+            )
+            pinned_set = set(int(i) for i in np.asarray(pinned).ravel())
+            active = int(newton.ParticleFlags.ACTIVE)
+            for v in range(len(verts)):
+                if v in pinned_set:
+                    builder.particle_mass[v] = 0.0
+                    builder.particle_flags[v] = builder.particle_flags[v] & ~active
+                else:
+                    builder.particle_mass[v] = float(mass[v])
+            builder.color(include_bending=True)
+            self.model = model = builder.finalize()
+            model.soft_contact_ke = p["contact_ke"]
+            model.soft_contact_kd = 0.0
+            model.soft_contact_mu = p["friction"]
+
+            self.collision_pipeline = None
+            self.contacts = None
+            if ground is not None:
+                self.collision_pipeline = newton.CollisionPipeline(model)
+            kw = {}
+            if tile_solve is not None:
+                kw["particle_enable_tile_solve"] = tile_solve
+            if self_collision:
+                kw.update(
+                    particle_enable_self_contact=True,
+                    particle_self_contact_margin=p["contact_margin"],
+                    particle_self_contact_gap=p["contact_gap"],
+                )
+            self.solver = newton.solvers.SolverVBD(model, iterations=self.iterations, **kw)
+            self.state_0 = model.state()
+            self.state_1 = model.state()
+            self.control = model.control()
+            if self.collision_pipeline is not None:
+                self.contacts = self.collision_pipeline.contacts()
+            self.graph = None
+            self.q0 = self.state_0.particle_q.numpy().copy()
+            self._capture()
+
+    # -- stepping
+
+    def _simulate(self):
+        for _ in range(self.substeps):
+            self.state_0.clear_forces()
+            if self.collision_pipeline is not None:
+                self.collision_pipeline.collide(self.state_0, self.contacts)
+            self.solver.step(self.state_0, self.state_1, self.control, self.contacts, self.dt)
+            self.state_0, self.state_1 = self.state_1, self.state_0
+
+    def _capture(self):
+        """Capture one frame as a graph (substeps is even or odd: the swap is recorded too)."""
+        wp = self.wp
+        self.graph = None
+        if not self.use_graph:
+            return
+        if self.device.is_cpu:
+            # CPU graphs need the module compiled first and are only worth it when they
+            # capture; fall back to plain launches when they do not.
+            self._simulate()  # warm-up/compile (one frame), then restore
+            self.reset()
+        try:
+            with wp.ScopedDevice(self.device):
+                with wp.ScopedCapture() as capture:
+                    self._simulate()
+            self.graph = capture.graph
+            # the capture swapped the Python references substeps times; after a replay the
+            # data is where the last captured write put it, which is the current state_0.
+        except Exception as exc:  # pragma: no cover
+            self.graph = None
+            self.capture_error = f"{type(exc).__name__}: {exc}"
+        self.reset()
+
+    def set_iterations(self, k: int):
+        self.iterations = int(k)
+        self.solver.iterations = int(k)
+        self._capture()
+
+    def reset(self):
+        """Back to the rest positions, zero velocity (both state buffers)."""
+        for s in (self.state_0, self.state_1):
+            s.particle_q.assign(self.q0)
+            s.particle_qd.zero_()
+        self.wp.synchronize_device(self.device)
+
+    def step(self, frames: int = 1):
+        for _ in range(frames):
+            if self.graph is not None:
+                self.wp.capture_launch(self.graph)
+            else:
+                self._simulate()
+
+    def positions(self) -> np.ndarray:
+        return self.state_0.particle_q.numpy().copy()
+
+    def synchronize(self):
+        self.wp.synchronize_device(self.device)
+
+
+def build_newton_grid(
+    n: int,
+    size: float,
+    material: BenchMaterial,
+    device: str = "cpu",
+    self_collision: bool = False,
+    ground: float | None = None,
+    *,
+    height: float = 0.0,
+    diagonals: str = "alternate",
+    mesh=None,
+    pinned=None,
+    substeps: int = 10,
+    iterations: int = 10,
+    graph: bool = True,
+    tile_solve: bool | None = None,
+) -> NewtonCloth:
+    """Newton cloth for the benchmark grid.
+
+    mesh: optional (vertices, triangles) to use exactly (e.g. from clothsim's
+    ``Cloth.grid``); otherwise :func:`grid_mesh`. pinned: vertex indices held fixed;
+    default the row j = 0 (z = -L/2), i.e. vertices 0..n-1.
+    """
+    if mesh is None:
+        verts, tris = grid_mesh(n, size, height=height, diagonals=diagonals)
+    else:
+        verts, tris = (np.asarray(mesh[0], dtype=np.float64), np.asarray(mesh[1], dtype=np.int32))
+    if pinned is None:
+        pinned = np.arange(n)
+    return NewtonCloth(
+        verts,
+        tris,
+        np.asarray(pinned),
+        material,
+        device=device,
+        substeps=substeps,
+        iterations=iterations,
+        ground=ground,
+        self_collision=self_collision,
+        graph=graph,
+        tile_solve=tile_solve,
+    )
+
+
+def time_frames(step_fn, sync_fn, frames: int, runs: int = 5, reset_fn=None, warmup_frames: int = 1):
+    """Median / p10 / p90 of ms per frame over `runs` runs of `frames` frames, after warm-up.
+
+    Each run starts from reset_fn() (if given) so every run simulates the same frames.
+    Returns dict with ms_median, ms_p10, ms_p90, runs_ms (list of per-run ms/frame).
+    """
+    if reset_fn is not None:
+        reset_fn()
+    for _ in range(warmup_frames):
+        step_fn()
+    sync_fn()
+    per_run = []
+    for _ in range(runs):
+        if reset_fn is not None:
+            reset_fn()
+        sync_fn()
+        t0 = time.perf_counter()
+        for _ in range(frames):
+            step_fn()
+        sync_fn()
+        per_run.append((time.perf_counter() - t0) * 1000.0 / frames)
+    arr = np.asarray(per_run)
+    return {
+        "ms_median": float(np.median(arr)),
+        "ms_p10": float(np.percentile(arr, 10)),
+        "ms_p90": float(np.percentile(arr, 90)),
+        "runs_ms": [float(x) for x in arr],
+    }
+
+
+def run_newton(
+    n: int,
+    size: float,
+    material: BenchMaterial,
+    *,
+    device: str = "cpu",
+    frames: int = 10,
+    substeps: int = 10,
+    iterations: int = 10,
+    self_collision: bool = False,
+    ground: float | None = None,
+    height: float = 0.0,
+    mesh=None,
+    pinned=None,
+    runs: int = 5,
+    graph: bool = True,
+    cloth: NewtonCloth | None = None,
+) -> dict:
+    """Simulate `frames` 60 Hz frames with Newton; positions per frame and timing.
+
+    Returns {"positions": (frames, N, 3) float32 of the first run, "ms_median",
+    "ms_p10", "ms_p90", "runs_ms", "graph": bool}.
+    """
+    if cloth is None:
+        cloth = build_newton_grid(
+            n, size, material, device, self_collision, ground, height=height, mesh=mesh,
+            pinned=pinned, substeps=substeps, iterations=iterations, graph=graph,
+        )
+    elif cloth.iterations != iterations:
+        cloth.set_iterations(iterations)
+    cloth.reset()
+    traj = []
+    for _ in range(frames):
+        cloth.step()
+        traj.append(cloth.positions())
+    timing = time_frames(cloth.step, cloth.synchronize, frames, runs=runs, reset_fn=cloth.reset)
+    timing["positions"] = np.stack(traj)
+    timing["graph"] = cloth.graph is not None
+    return timing
+
+
+def _smoke():  # python benchmarks/newton_side.py
+    import argparse
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--n", type=int, default=16)
+    ap.add_argument("--frames", type=int, default=5)
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--iterations", type=int, default=10)
+    ap.add_argument("--substeps", type=int, default=10)
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--self-collision", action="store_true")
+    ap.add_argument("--no-graph", action="store_true")
+    ap.add_argument("--tile", choices=["default", "on", "off"], default="default")
+    a = ap.parse_args()
+    tile = {"default": None, "on": True, "off": False}[a.tile]
+    mat = BenchMaterial()
+    ground = -0.5 if a.self_collision else None
+    t0 = time.perf_counter()
+    cloth = build_newton_grid(a.n, 1.0, mat, a.device, a.self_collision, ground,
+                              substeps=a.substeps, iterations=a.iterations, graph=not a.no_graph,
+                              tile_solve=tile)
+    print(f"build+capture {time.perf_counter() - t0:.1f}s graph={cloth.graph is not None} "
+          f"{getattr(cloth, 'capture_error', '')}")
+    r = run_newton(a.n, 1.0, mat, frames=a.frames, iterations=a.iterations, runs=a.runs, cloth=cloth)
+    x = r["positions"][-1]
+    print(f"N={a.n} ms/frame median {r['ms_median']:.1f} p10 {r['ms_p10']:.1f} p90 {r['ms_p90']:.1f}; "
+          f"y range {x[:, 1].min():.3f}..{x[:, 1].max():.3f} finite={np.isfinite(x).all()}")
+
+
+if __name__ == "__main__":
+    _smoke()

@@ -1,0 +1,480 @@
+"""Simulation benchmark: a square cloth grid, 60 Hz frames, clothsim (and optionally Newton's SolverVBD).
+
+Scenes (both use clothsim's ``Cloth.grid`` mesh, alternate diagonals, L = --size metres):
+
+* ``pinned``: an n x n grid lying flat (plane "xz") at y = 1 m, pinned along its "top" edge
+  (the +z row), swinging down under gravity. No ground, no self collision.
+* ``fold`` (``--self-collision``): the same grid standing up (plane "xy", tilted 5 degrees about
+  its bottom edge), its bottom edge 1 cm above a ground plane at y = 0, free: it drops, buckles
+  and piles onto itself. Self collision and ground contact on. The table reports how much of the
+  cloth ended up in layers (``folded``) and the triangle-triangle intersections at the end.
+
+Output: a markdown table (N, vertices, ms/frame median, p10/p90, substeps/s, ...) printed last,
+and JSON (``--json``, default out/bench/sim_grid.json).
+
+``--compare newton`` (needs ``import newton``; e.g. ``.venv-newton`` here, or the GPU machine)
+runs Newton's SolverVBD on the same mesh, material, step size and device in the same process:
+
+1. same physics: both solvers at ``--ref-iterations`` (1000) iterations per substep for
+   ``--compare-frames`` frames; the RMS distance between the two converged solutions is printed
+   (with the RMS displacement from the start, for scale);
+2. accuracy vs time: each solver at iterations 1, 2, 4, ... 100 (substeps fixed); error = RMS
+   distance to clothsim's converged solution (and to Newton's), time per frame = median of
+   ``--runs`` runs; both curves are printed, and for each Newton point the clothsim time needed
+   to reach Newton's error (log-log interpolation on clothsim's curve) and the ratio;
+3. intersections at the end (``clothsim.collision.count_self_intersections``) for both.
+
+The material is isotropic (Newton's membrane has only two Lame parameters); the mapping is in
+benchmarks/newton_mapping.md and ``newton_side.newton_parameters``.
+
+Examples::
+
+    python benchmarks/sim_grid.py                                   # CPU: N = 32, 64
+    python benchmarks/sim_grid.py --device cuda --sizes 64,128,256,512,1024 --self-collision
+    .venv-newton/bin/python benchmarks/sim_grid.py --sizes 32 --compare newton
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from newton_side import (  # noqa: E402
+    FRAME_DT,
+    BenchMaterial,
+    NewtonCloth,
+    newton_available,
+    time_frames,
+)
+
+SWEEP = (1, 2, 4, 8, 16, 32, 64, 100)
+
+
+# --------------------------------------------------------------------------- scene
+
+
+def fabric_for(cs, mat: BenchMaterial):
+    """clothsim Fabric equal to the isotropic benchmark material."""
+    return cs.Fabric(
+        name="bench-isotropic",
+        density=mat.density,
+        stretch_warp=mat.stretch,
+        stretch_weft=mat.stretch,
+        poisson=mat.poisson,
+        shear=mat.shear_modulus,
+        bend_warp=mat.bending,
+        bend_weft=mat.bending,
+        bend_bias=mat.bending,
+        friction=mat.friction,
+        thickness=mat.thickness,
+        damping=mat.damping,
+    )
+
+
+class Scene:
+    """Mesh, pins, ground and flags of one benchmark case (host data)."""
+
+    def __init__(self, cs, kind: str, n: int, size: float, mat: BenchMaterial):
+        self.kind, self.n, self.size = kind, n, size
+        self.fabric = fabric_for(cs, mat)
+        if kind == "pinned":
+            cloth = cs.Cloth.grid(size=(size, size), resolution=(n, n), fabric=self.fabric,
+                                  center=(0.0, 1.0, 0.0), plane="xz", diagonals="alternate")
+            cloth.pin(cloth.boundary("top"))
+            self.ground, self.self_collision = None, False
+        elif kind == "fold":
+            lift, tilt = 0.01, math.radians(5.0)
+            base = cs.Cloth.grid(size=(size, size), resolution=(n, n), fabric=self.fabric,
+                                 center=(0.0, 0.5 * size + lift, 0.0), plane="xy", diagonals="alternate")
+            v = base.vertices.copy()
+            h = v[:, 1] - lift
+            v[:, 1] = lift + h * math.cos(tilt)
+            v[:, 2] = v[:, 2] + h * math.sin(tilt)
+            cloth = cs.Cloth.from_mesh(v, base.triangles, rest_uv=base.rest_uv, fabric=self.fabric, name="fold")
+            self.ground, self.self_collision = 0.0, True
+        else:
+            raise ValueError(kind)
+        self.cloth = cloth
+        self.vertices = np.asarray(cloth.vertices, dtype=np.float64)
+        self.triangles = np.asarray(cloth.triangles, dtype=np.int32)
+        self.pins = np.asarray(cloth.pins, dtype=np.int64)
+        self.rest_uv = np.asarray(cloth.rest_uv if cloth.rest_uv is not None else self.vertices[:, [0, 2]])
+        self.edge = size / (n - 1)
+
+
+def folded_fraction(x: np.ndarray, rest_uv: np.ndarray, h: float) -> float:
+    """Fraction of vertices sharing a (1.5 h)^3 cell with cloth at least 4 h away in the rest shape.
+
+    0 for a single layer; > 0 when the cloth lies in several layers (has folded onto itself).
+    """
+    cell = np.floor(x / (1.5 * h)).astype(np.int64)
+    cell -= cell.min(axis=0)
+    dims = cell.max(axis=0) + 1
+    key = (cell[:, 0] * dims[1] + cell[:, 1]) * dims[2] + cell[:, 2]
+    order = np.argsort(key, kind="stable")
+    k = key[order]
+    starts = np.r_[0, np.nonzero(np.diff(k))[0] + 1]
+    r = rest_uv[order]
+    span = np.zeros(len(starts))
+    for d in range(r.shape[1]):
+        span = np.maximum(span, np.maximum.reduceat(r[:, d], starts) - np.minimum.reduceat(r[:, d], starts))
+    counts = np.diff(np.r_[starts, len(k)])
+    return float(counts[span > 4.0 * h].sum()) / len(x)
+
+
+def count_intersections(x, tris):
+    try:
+        from clothsim.collision import count_self_intersections
+    except Exception as exc:  # pragma: no cover
+        return None, f"count_self_intersections unavailable ({exc})"
+    return int(count_self_intersections(np.asarray(x, dtype=np.float32), tris)), ""
+
+
+# --------------------------------------------------------------------------- runners
+
+
+def _sync(device):
+    import warp as wp
+
+    wp.synchronize_device(device)
+
+
+class ClothsimRunner:
+    """clothsim Simulator for one scene; a new Simulator per iteration count (public API only)."""
+
+    name = "clothsim"
+
+    def __init__(self, cs, scene: Scene, mat: BenchMaterial, device: str, substeps: int):
+        self.cs, self.scene, self.mat, self.device, self.substeps = cs, scene, mat, device, substeps
+        self.sim = None
+        self.iterations = None
+
+    def build(self, iterations: int):
+        if self.sim is not None and self.iterations == iterations:
+            return
+        if self.sim is not None and hasattr(self.sim, "release"):
+            self.sim.release()
+        sc = self.scene
+        self.sim = self.cs.Simulator(sc.cloth, device=self.device, dt=FRAME_DT, substeps=self.substeps,
+                                     iterations=iterations, ground=sc.ground, self_collision=sc.self_collision,
+                                     contact_stiffness=self.mat.contact_ke, contact_margin=self.mat.contact_gap)
+        self.iterations = iterations
+        self.x0 = self.sim.positions().copy()
+        self.v0 = np.zeros_like(self.x0)
+
+    def reset(self):
+        self.sim.set_positions(self.x0)
+        self.sim.set_velocities(self.v0)
+        _sync(self.device)
+
+    def step(self):
+        self.sim.step()
+
+    def positions(self):
+        return self.sim.positions()
+
+    def sync(self):
+        _sync(self.device)
+
+
+class NewtonRunner:
+    """Newton SolverVBD for one scene; iterations changed in place (graph recaptured)."""
+
+    name = "newton"
+
+    def __init__(self, scene: Scene, mat: BenchMaterial, device: str, substeps: int):
+        self.scene, self.mat, self.device, self.substeps = scene, mat, device, substeps
+        self.cloth = None
+        self.iterations = None
+
+    def build(self, iterations: int):
+        if self.cloth is None:
+            sc = self.scene
+            self.cloth = NewtonCloth(sc.vertices, sc.triangles, sc.pins, self.mat, device=self.device,
+                                     substeps=self.substeps, iterations=iterations, ground=sc.ground,
+                                     self_collision=sc.self_collision)
+        elif self.iterations != iterations:
+            self.cloth.set_iterations(iterations)
+        self.iterations = iterations
+
+    def reset(self):
+        self.cloth.reset()
+
+    def step(self):
+        self.cloth.step()
+
+    def positions(self):
+        return self.cloth.positions()
+
+    def sync(self):
+        self.cloth.synchronize()
+
+
+def trajectory(runner, iterations: int, frames: int):
+    """Final positions after `frames` frames from the start (one untimed run)."""
+    runner.build(iterations)
+    runner.reset()
+    for _ in range(frames):
+        runner.step()
+    runner.sync()
+    return runner.positions()
+
+
+def timing(runner, iterations: int, frames: int, runs: int):
+    runner.build(iterations)
+    return time_frames(runner.step, runner.sync, frames, runs=runs, reset_fn=runner.reset)
+
+
+def rms(a, b):
+    return float(np.sqrt(np.mean(np.sum((np.asarray(a, np.float64) - np.asarray(b, np.float64)) ** 2, axis=1))))
+
+
+def time_to_reach(err_target, times, errs):
+    """Time on the (time, error) curve where error first reaches err_target (log-log interpolation).
+
+    Returns (time, note): note '' when interpolated, '<=' when the cheapest point already beats the
+    target, 'not reached' (time None) when no point reaches it.
+    """
+    pts = sorted(zip(times, errs))
+    if pts[0][1] <= err_target:
+        return pts[0][0], "<="
+    for (t0, e0), (t1, e1) in zip(pts, pts[1:]):
+        if e1 <= err_target < e0:
+            if e0 <= 0 or e1 <= 0:
+                return t1, ""
+            w = (math.log(err_target) - math.log(e0)) / (math.log(e1) - math.log(e0))
+            return math.exp(math.log(t0) + w * (math.log(t1) - math.log(t0))), ""
+    return None, "not reached"
+
+
+# --------------------------------------------------------------------------- main
+
+
+def parse_args(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    ap.add_argument("--device", default="cpu", help="warp device: cpu, cuda, cuda:0 (default cpu)")
+    ap.add_argument("--sizes", default=None, help="comma list of N (vertices per side); default 32,64 on CPU, "
+                    "64,128,256,512,1024 on CUDA")
+    ap.add_argument("--size", type=float, default=1.0, help="side length L [m] (default 1)")
+    ap.add_argument("--frames", type=int, default=None, help="frames per timed run (default 10 CPU, 60 CUDA)")
+    ap.add_argument("--fold-frames", type=int, default=60, help="frames of the self-collision (fold) case; the "
+                    "cloth needs about 40 to pile up (default 60)")
+    ap.add_argument("--substeps", type=int, default=10)
+    ap.add_argument("--iterations", type=int, default=10)
+    ap.add_argument("--runs", type=int, default=5, help="timed runs per measurement (median; default 5)")
+    ap.add_argument("--self-collision", action="store_true", help="also run the fold case (ground + self collision)")
+    ap.add_argument("--only-self-collision", action="store_true", help="run only the fold case")
+    ap.add_argument("--compare", choices=["newton"], default=None, help="side-by-side with Newton's SolverVBD")
+    ap.add_argument("--compare-sizes", default=None, help="N for the accuracy comparison (default: --sizes)")
+    ap.add_argument("--compare-cases", default=None,
+                    help="cases for the accuracy comparison: pinned, fold (default pinned on CPU, both on CUDA)")
+    ap.add_argument("--compare-frames", type=int, default=None,
+                    help="simulated frames for the accuracy comparison (default 20 pinned, --fold-frames fold)")
+    ap.add_argument("--ref-iterations", type=int, default=1000, help="iterations of the converged reference")
+    ap.add_argument("--sweep", default=",".join(map(str, SWEEP)), help="iteration counts of the accuracy sweep")
+    # material (isotropic); defaults: a cotton-like isotropic fabric
+    ap.add_argument("--stretch", type=float, default=250.0, help="E*t [N/m]")
+    ap.add_argument("--poisson", type=float, default=0.3)
+    ap.add_argument("--bending", type=float, default=10e-6, help="bending rigidity B [N*m]")
+    ap.add_argument("--density", type=float, default=0.13, help="areal density [kg/m^2]")
+    ap.add_argument("--damping", type=float, default=2e-3, help="stiffness-proportional damping k_d [s]")
+    ap.add_argument("--thickness", type=float, default=3e-3, help="contact thickness [m]")
+    ap.add_argument("--friction", type=float, default=0.5)
+    ap.add_argument("--contact-ke", type=float, default=1.0e4,
+                    help="contact penalty stiffness [N/m] (clothsim contact_stiffness = Newton soft_contact_ke)")
+    ap.add_argument("--contact-margin", type=float, default=0.01,
+                    help="contact search distance beyond the thickness [m] (clothsim contact_margin = "
+                    "Newton particle_self_contact_gap)")
+    ap.add_argument("--bend-calibration", type=float, default=None,
+                    help="c in k_e = c B 3|e|^2/(A1+A2) (default: clothsim.model.BENDING_C)")
+    ap.add_argument("--json", default="out/bench/sim_grid.json")
+    a = ap.parse_args(argv)
+    cuda = a.device.startswith("cuda")
+    a.sizes = [int(s) for s in (a.sizes or ("64,128,256,512,1024" if cuda else "32,64")).split(",") if s]
+    a.compare_sizes = [int(s) for s in a.compare_sizes.split(",")] if a.compare_sizes else a.sizes
+    a.frames = a.frames or (60 if cuda else 10)
+    a.compare_cases = (a.compare_cases or ("pinned,fold" if cuda else "pinned")).split(",")
+    a.sweep = [int(s) for s in a.sweep.split(",") if s]
+    return a
+
+
+def material_from(a) -> BenchMaterial:
+    c = a.bend_calibration
+    if c is None:
+        from clothsim.model import BENDING_C
+
+        c = float(BENDING_C)
+    return BenchMaterial(stretch=a.stretch, poisson=a.poisson, shear=None, bending=a.bending, density=a.density,
+                         damping=a.damping, thickness=a.thickness, friction=a.friction, contact_ke=a.contact_ke,
+                         contact_gap=a.contact_margin, bend_calibration=c)
+
+
+def fmt(x, nd=1):
+    return "-" if x is None else f"{x:.{nd}f}"
+
+
+def compare_case(cs, scene, mat, a, log):
+    """Same-physics check, accuracy-vs-time sweep and intersections for one scene."""
+    frames = a.compare_frames or (a.fold_frames if scene.kind == "fold" else 20)
+    runners = {"clothsim": ClothsimRunner(cs, scene, mat, a.device, a.substeps),
+               "newton": NewtonRunner(scene, mat, a.device, a.substeps)}
+    out = {"frames": frames, "ref_iterations": a.ref_iterations, "sweep": {}}
+    refs = {}
+    for name, r in runners.items():
+        t0 = time.perf_counter()
+        refs[name] = trajectory(r, a.ref_iterations, frames)
+        log(f"  [{scene.kind} N={scene.n}] {name} reference ({a.ref_iterations} it, {frames} frames) "
+            f"{time.perf_counter() - t0:.1f}s")
+    disp = rms(refs["clothsim"], scene.vertices)
+    agree = rms(refs["clothsim"], refs["newton"])
+    out["same_physics"] = {"rms_clothsim_vs_newton_m": agree, "rms_displacement_m": disp,
+                           "relative": agree / disp if disp > 0 else None}
+    out["reference_intersections"] = {k: count_intersections(v, scene.triangles)[0] for k, v in refs.items()}
+    for name, r in runners.items():
+        pts = []
+        for k in a.sweep:
+            x = trajectory(r, k, frames)
+            tm = timing(r, k, min(frames, a.frames), a.runs)
+            nint, note = count_intersections(x, scene.triangles)
+            pts.append({"iterations": k, "ms_median": tm["ms_median"], "ms_p10": tm["ms_p10"],
+                        "ms_p90": tm["ms_p90"], "err_vs_clothsim_ref": rms(x, refs["clothsim"]),
+                        "err_vs_newton_ref": rms(x, refs["newton"]), "intersections": nint,
+                        "folded": folded_fraction(x, scene.rest_uv, scene.edge)})
+            log(f"  [{scene.kind} N={scene.n}] {name} it={k}: {tm['ms_median']:.1f} ms/frame, "
+                f"err {pts[-1]['err_vs_clothsim_ref']:.3e} m, intersections {nint}")
+        out["sweep"][name] = pts
+    cst = [p["ms_median"] for p in out["sweep"]["clothsim"]]
+    for ref in ("clothsim", "newton"):
+        key = f"err_vs_{ref}_ref"
+        cse = [p[key] for p in out["sweep"]["clothsim"]]
+        reach = []
+        for p in out["sweep"]["newton"]:
+            t, note = time_to_reach(p[key], cst, cse)
+            reach.append({"newton_iterations": p["iterations"], "newton_ms": p["ms_median"],
+                          "error_m": p[key], "clothsim_ms": t, "note": note,
+                          "ratio": (t / p["ms_median"]) if t is not None else None})
+        out[f"time_to_newton_error_vs_{ref}_ref"] = reach
+    return out
+
+
+def print_compare(scene, res, pr):
+    sp = res["same_physics"]
+    pr(f"\n### {scene.kind}, N = {scene.n}: clothsim vs Newton SolverVBD ({res['frames']} frames, "
+       f"{res['ref_iterations']} iterations)\n")
+    pr(f"same physics: RMS(clothsim ref - Newton ref) = {sp['rms_clothsim_vs_newton_m']:.3e} m "
+       f"(RMS displacement {sp['rms_displacement_m']:.3e} m, relative {fmt(sp['relative'], 3)}); "
+       f"intersections at the end: clothsim {res['reference_intersections']['clothsim']}, "
+       f"Newton {res['reference_intersections']['newton']}\n")
+    pr("| solver | iterations | ms/frame (median) | p10 | p90 | error vs clothsim ref [m] | error vs Newton ref [m] "
+       "| intersections | folded |")
+    pr("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for name in ("clothsim", "newton"):
+        for p in res["sweep"][name]:
+            pr(f"| {name} | {p['iterations']} | {p['ms_median']:.1f} | {p['ms_p10']:.1f} | {p['ms_p90']:.1f} | "
+               f"{p['err_vs_clothsim_ref']:.3e} | {p['err_vs_newton_ref']:.3e} | {p['intersections']} | "
+               f"{p['folded']:.2f} |")
+    for ref in ("clothsim", "newton"):
+        pr(f"\nerror measured against the {ref} reference:\n")
+        pr("| Newton iterations | Newton ms/frame | Newton error [m] | clothsim ms/frame to reach it "
+           "| ratio clothsim/Newton |")
+        pr("|---:|---:|---:|---:|---:|")
+        for r in res[f"time_to_newton_error_vs_{ref}_ref"]:
+            t = "not reached" if r["clothsim_ms"] is None else f"{r['note']}{r['clothsim_ms']:.1f}".replace("<=", "≤ ")
+            pr(f"| {r['newton_iterations']} | {r['newton_ms']:.1f} | {r['error_m']:.3e} | {t} | "
+               f"{fmt(r['ratio'], 2)} |")
+
+
+def main(argv=None):
+    a = parse_args(argv)
+    log = lambda s: print(s, file=sys.stderr, flush=True)  # noqa: E731
+    import warp as wp
+
+    wp.config.quiet = True
+    wp.init()
+    import clothsim as cs
+
+    mat = material_from(a)
+    have_newton, newton_info = newton_available()
+    if a.compare == "newton" and not have_newton:
+        print(f"--compare newton: the 'newton' package is not importable here ({newton_info}); install it "
+              "(pip install newton==1.8.0 warp-lang==1.19.0, e.g. in .venv-newton) or run on the GPU machine. "
+              "Running clothsim only.", file=sys.stderr)
+    compare = a.compare == "newton" and have_newton
+    kinds = ["fold"] if a.only_self_collision else (["pinned", "fold"] if a.self_collision else ["pinned"])
+    results = {"device": str(wp.get_device(a.device)), "host": platform.node(), "warp": wp.config.version,
+               "newton": newton_info if have_newton else None, "substeps": a.substeps, "iterations": a.iterations,
+               "frame_dt": FRAME_DT, "material": mat.__dict__ | {"shear_modulus": mat.shear_modulus},
+               "cases": [], "comparisons": []}
+    for kind in kinds:
+        for n in a.sizes:
+            scene = Scene(cs, kind, n, a.size, mat)
+            frames = a.fold_frames if kind == "fold" else a.frames
+            row = {"case": kind, "N": n, "vertices": n * n, "frames": frames}
+            runners = [ClothsimRunner(cs, scene, mat, a.device, a.substeps)]
+            if compare:
+                runners.append(NewtonRunner(scene, mat, a.device, a.substeps))
+            for r in runners:
+                t0 = time.perf_counter()
+                r.build(a.iterations)
+                build_s = time.perf_counter() - t0
+                tm = timing(r, a.iterations, frames, a.runs)
+                x = r.positions()  # end of the last timed run
+                nint, _ = count_intersections(x, scene.triangles)
+                row[r.name] = {"build_s": build_s, **tm, "substeps_per_s": a.substeps * 1000.0 / tm["ms_median"],
+                               "intersections": nint, "folded": folded_fraction(x, scene.rest_uv, scene.edge),
+                               "finite": bool(np.isfinite(x).all())}
+                if r.name == "newton":
+                    row[r.name]["cuda_graph"] = r.cloth.graph is not None
+                log(f"[{kind} N={n}] {r.name}: {tm['ms_median']:.1f} ms/frame (p10 {tm['ms_p10']:.1f}, "
+                    f"p90 {tm['ms_p90']:.1f}), build {build_s:.1f}s, intersections {nint}")
+            results["cases"].append(row)
+            if compare and n in a.compare_sizes and kind in a.compare_cases:
+                res = compare_case(cs, scene, mat, a, log)
+                res.update(case=kind, N=n)
+                results["comparisons"].append(res)
+
+    out = Path(a.json)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_suffix(out.suffix + ".tmp")
+    tmp.write_text(json.dumps(results, indent=2, default=float))
+    os.replace(tmp, out)
+
+    pr = print
+    pr(f"\n## sim_grid: {results['device']}, {a.substeps} substeps x {a.iterations} iterations, 60 Hz frames, "
+       f"median of {a.runs} runs\n")
+    head = "| case | N | vertices | frames | clothsim ms/frame | p10 | p90 | substeps/s | intersections | folded |"
+    sep = "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    if compare:
+        head += " Newton ms/frame | p10 | p90 | substeps/s | intersections | folded | clothsim/Newton |"
+        sep += "---:|---:|---:|---:|---:|---:|---:|"
+    pr(head)
+    pr(sep)
+    for row in results["cases"]:
+        c = row["clothsim"]
+        line = (f"| {row['case']} | {row['N']} | {row['vertices']} | {row['frames']} | {c['ms_median']:.1f} | "
+                f"{c['ms_p10']:.1f} | {c['ms_p90']:.1f} | {c['substeps_per_s']:.0f} | {c['intersections']} | "
+                f"{c['folded']:.2f} |")
+        if compare:
+            w = row["newton"]
+            line += (f" {w['ms_median']:.1f} | {w['ms_p10']:.1f} | {w['ms_p90']:.1f} | {w['substeps_per_s']:.0f} | "
+                     f"{w['intersections']} | {w['folded']:.2f} | {c['ms_median'] / w['ms_median']:.2f} |")
+        pr(line)
+    for res in results["comparisons"]:
+        scene_stub = type("S", (), {"kind": res["case"], "n": res["N"]})
+        print_compare(scene_stub, res, pr)
+    pr(f"\nJSON: {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
