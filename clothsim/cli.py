@@ -251,11 +251,14 @@ def simulate(fabric: str, size: float, resolution: int, frames: int, device: str
         frame_s = []
         bar = tqdm(range(frames), desc=f"simulate {fabric} {resolution}x{resolution} on {device}",
                    unit="frame", disable=not progress, file=sys.stderr, dynamic_ncols=True)
+        bar.set_postfix_str("first frame: compiling Warp kernels unless cached", refresh=True)
         for i in bar:
             t = time.perf_counter()
             sim.step()
             positions[i + 1] = sim.positions()
             frame_s.append(time.perf_counter() - t)
+            if i == 0:
+                bar.set_postfix_str("", refresh=False)
         bar.close()
     finally:
         sim.release()
