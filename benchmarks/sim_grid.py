@@ -425,9 +425,14 @@ def main(argv=None):
                 runners.append(NewtonRunner(scene, mat, a.device, a.substeps))
             for r in runners:
                 t0 = time.perf_counter()
-                r.build(a.iterations)
-                build_s = time.perf_counter() - t0
-                tm = timing(r, a.iterations, frames, a.runs)
+                try:
+                    r.build(a.iterations)
+                    build_s = time.perf_counter() - t0
+                    tm = timing(r, a.iterations, frames, a.runs)
+                except Exception as exc:  # a case one solver cannot run yet: say so, go on
+                    row[r.name] = {"error": f"{type(exc).__name__}: {exc}"}
+                    log(f"[{kind} N={n}] {r.name}: FAILED {row[r.name]['error']}")
+                    continue
                 x = r.positions()  # end of the last timed run
                 nint, _ = count_intersections(x, scene.triangles)
                 row[r.name] = {"build_s": build_s, **tm, "substeps_per_s": a.substeps * 1000.0 / tm["ms_median"],
@@ -438,7 +443,8 @@ def main(argv=None):
                 log(f"[{kind} N={n}] {r.name}: {tm['ms_median']:.1f} ms/frame (p10 {tm['ms_p10']:.1f}, "
                     f"p90 {tm['ms_p90']:.1f}), build {build_s:.1f}s, intersections {nint}")
             results["cases"].append(row)
-            if compare and n in a.compare_sizes and kind in a.compare_cases:
+            if compare and n in a.compare_sizes and kind in a.compare_cases and not any(
+                    "error" in row.get(k, {}) for k in ("clothsim", "newton")):
                 res = compare_case(cs, scene, mat, a, log)
                 res.update(case=kind, N=n)
                 results["comparisons"].append(res)
@@ -459,15 +465,19 @@ def main(argv=None):
         sep += "---:|---:|---:|---:|---:|---:|---:|"
     pr(head)
     pr(sep)
+    def cells(d):
+        if "error" in d:
+            return f" failed: {d['error'][:60]} | - | - | - | - | - |"
+        return (f" {d['ms_median']:.1f} | {d['ms_p10']:.1f} | {d['ms_p90']:.1f} | {d['substeps_per_s']:.0f} | "
+                f"{d['intersections']} | {d['folded']:.2f} |")
+
     for row in results["cases"]:
         c = row["clothsim"]
-        line = (f"| {row['case']} | {row['N']} | {row['vertices']} | {row['frames']} | {c['ms_median']:.1f} | "
-                f"{c['ms_p10']:.1f} | {c['ms_p90']:.1f} | {c['substeps_per_s']:.0f} | {c['intersections']} | "
-                f"{c['folded']:.2f} |")
+        line = f"| {row['case']} | {row['N']} | {row['vertices']} | {row['frames']} |" + cells(c)
         if compare:
             w = row["newton"]
-            line += (f" {w['ms_median']:.1f} | {w['ms_p10']:.1f} | {w['ms_p90']:.1f} | {w['substeps_per_s']:.0f} | "
-                     f"{w['intersections']} | {w['folded']:.2f} | {c['ms_median'] / w['ms_median']:.2f} |")
+            ratio = "-" if "error" in c or "error" in w else f"{c['ms_median'] / w['ms_median']:.2f}"
+            line += cells(w) + f" {ratio} |"
         pr(line)
     for res in results["comparisons"]:
         scene_stub = type("S", (), {"kind": res["case"], "n": res["N"]})
