@@ -17,7 +17,7 @@ import numpy as np
 
 from .errors import InputError
 
-_VERSION = 1
+_VERSION = 2
 
 
 def _fingerprint(sim) -> str:
@@ -43,6 +43,7 @@ def save_checkpoint(sim, path) -> None:
         "frame": np.array(sim.frame),
         "x": sim.state.x.numpy(),
         "v": sim.state.v.numpy(),
+        "v_last": sim.state.v_last.numpy(),
         "pin_start": sim.state.pin_start.numpy(),
         "pin_end": sim.state.pin_end.numpy(),
         "fabrics": np.array(json.dumps([f.__dict__ for f in sim.model.fabrics])),
@@ -80,6 +81,7 @@ def load_checkpoint(sim, path) -> None:
             )
         sim.state.x.assign(data["x"])
         sim.state.v.assign(data["v"])
+        sim.state.v_last.assign(data["v_last"])
         sim.state.pin_start.assign(data["pin_start"])
         sim.state.pin_end.assign(data["pin_end"])
         for k, c in enumerate(sim.solver.colliders):

@@ -232,7 +232,7 @@ def _as_float_array(a, what, shape, where) -> np.ndarray:
     bad = ~np.isfinite(arr)
     if bad.any():
         pos = tuple(int(x) for x in np.argwhere(bad)[0])
-        raise InputError(f"{where}: {what} has a non-finite value {arr[pos]!r} at index {pos}")
+        raise InputError(f"{where}: {what} has a non-finite value {float(arr[pos])} at index {pos}")
     return arr
 
 

@@ -132,9 +132,6 @@ def test_hanging_strip_matches_stvk_closed_form(device):
     assert np.abs(x[:, :, 0] - x[-1:, :, 0]).max() <= 2.0 * V_SETTLED / _omega1() + 1e-4
 
 
-@pytest.mark.xfail(strict=True, reason="core: the settled state depends on damping at 10 iterations (the first guess "
-                   "of every substep is the inertial prediction y, so an unconverged solve leaves a steady force "
-                   "bias); see the helper report")
 def test_static_state_does_not_depend_on_damping(device):
     """Damping must not change a static equilibrium: at the default 10 iterations and damping 0.02 s
     the settled extension should match (1) as well as the 20-iteration run does (within 1 %)."""

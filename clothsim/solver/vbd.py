@@ -90,7 +90,7 @@ class SolverVBD:
             for c in self.colliders:
                 wp.launch(K.lerp_points_kernel, c.vertex_count, inputs=[c.start, c.end, alpha], outputs=[c.points], device=dev)
                 c.mesh.refit()
-            wp.launch(K.predict_kernel, n, inputs=[state.x, state.v, m.inv_mass, gravity, h], outputs=[self.x_prev, self.y], device=dev)
+            wp.launch(K.predict_kernel, n, inputs=[state.x, state.v, state.v_last, m.inv_mass, gravity, h], outputs=[self.x_prev, self.y], device=dev)
             if npins:
                 wp.launch(K.pin_kernel, npins, inputs=[m.pin_indices, state.pin_start, state.pin_end, alpha], outputs=[state.x], device=dev)
             if s.drag > 0.0:
