@@ -12,6 +12,7 @@ Contacts (ground plane, colliders) are quadratic penalties ½·k_c·(r − d)² 
 
 import warp as wp
 
+from ..collision.contact_funcs import ee_contact_force_hessian, vt_contact_force_hessian
 from .elastic import bending_force_hessian, dihedral_angle, membrane_force_hessian
 
 
@@ -214,6 +215,22 @@ def vbd_solve_kernel(
     c_vel: wp.array(dtype=wp.vec3),
     c_active: wp.array(dtype=wp.int32),
     slots: int,
+    # self-contact lists (clothsim.collision.SelfContactDetector), used when self_enabled != 0
+    self_enabled: int,
+    kv: int,
+    kt: int,
+    ke: int,
+    vt_count: wp.array(dtype=wp.int32),
+    vt_tri: wp.array(dtype=wp.int32),
+    tv_count: wp.array(dtype=wp.int32),
+    tv_vertex: wp.array(dtype=wp.int32),
+    ee_count: wp.array(dtype=wp.int32),
+    ee_edge: wp.array(dtype=wp.int32),
+    edges: wp.array(dtype=wp.vec2i),
+    v_edge_offsets: wp.array(dtype=wp.int32),
+    v_edge: wp.array(dtype=wp.int32),
+    min_dist: wp.array(dtype=float),
+    bound_fraction: float,
 ):
     """One VBD pass over the vertices of one colour: x_i ← x_i + H_i⁻¹ f_i."""
     tid = wp.tid()
@@ -285,8 +302,54 @@ def vbd_solve_kernel(
             f += fc
             H += Hc
 
+    if self_enabled != 0:
+        # i as the point of vertex-triangle pairs
+        for a in range(vt_count[i]):
+            t = vt_tri[i * kv + a]
+            ids = tri[t]
+            fc, Hc = vt_contact_force_hessian(0, xi, x[ids[0]], x[ids[1]], x[ids[2]],
+                                              xpi, x_prev[ids[0]], x_prev[ids[1]], x_prev[ids[2]],
+                                              r, contact_stiffness, mu, friction_eps * h)
+            f += fc
+            H += Hc
+        # i as a vertex of triangles that other vertices touch
+        for a in range(v_tri_offsets[i], v_tri_offsets[i + 1]):
+            code = v_tri[a]
+            t = code // 3
+            k = code - 3 * t
+            ids = tri[t]
+            for b in range(tv_count[t]):
+                p = tv_vertex[t * kt + b]
+                fc, Hc = vt_contact_force_hessian(k + 1, x[p], x[ids[0]], x[ids[1]], x[ids[2]],
+                                                  x_prev[p], x_prev[ids[0]], x_prev[ids[1]], x_prev[ids[2]],
+                                                  r, contact_stiffness, mu, friction_eps * h)
+                f += fc
+                H += Hc
+        # i as an end of edges touching other edges
+        for a in range(v_edge_offsets[i], v_edge_offsets[i + 1]):
+            code = v_edge[a]
+            e = code // 2
+            k = code - 2 * e
+            ea = edges[e]
+            for b in range(ee_count[e]):
+                eb = edges[ee_edge[e * ke + b]]
+                fc, Hc = ee_contact_force_hessian(k, x[ea[0]], x[ea[1]], x[eb[0]], x[eb[1]],
+                                                  x_prev[ea[0]], x_prev[ea[1]], x_prev[eb[0]], x_prev[eb[1]],
+                                                  r, contact_stiffness, mu, friction_eps * h)
+                f += fc
+                H += Hc
+
     if wp.abs(wp.determinant(H)) > 1.0e-20:
-        x[i] = xi + wp.inverse(H) * f
+        xn = xi + wp.inverse(H) * f
+        if self_enabled != 0:
+            # conservative bound: never move farther from the substep start than a fraction of the
+            # distance to the nearest non-adjacent primitive found at detection
+            d = xn - xpi
+            dl = wp.length(d)
+            bound = bound_fraction * min_dist[i]
+            if dl > bound:
+                xn = xpi + d * (bound / dl)
+        x[i] = xn
 
 
 @wp.kernel

@@ -12,6 +12,7 @@ import numpy as np
 import warp as wp
 
 from . import kernels as K
+from .self_collision import SelfCollision, disabled_kernel_args
 
 
 class SolverVBD:
@@ -30,9 +31,9 @@ class SolverVBD:
         self._alloc_contacts()
         self.self_contacts = None
         if settings.self_collision:
-            from .self_collision import SelfCollision
-
             self.self_contacts = SelfCollision(model, settings)
+        self._self_off_args = disabled_kernel_args(d)
+        self.overflow_redos = 0
         self._graph = None
 
     # ------------------------------------------------------------------ colliders
@@ -59,6 +60,27 @@ class SolverVBD:
 
     # ------------------------------------------------------------------ stepping
     def frame(self, state) -> None:
+        sc = self.self_contacts
+        if sc is None:
+            self._run_frame(state)
+        else:
+            # contacts are never dropped: an overflow of any list (read once per frame) grows the
+            # lists, drops the captured graph and redoes the frame from its saved start
+            sc.save(state)
+            while True:
+                sc.detector.reset_overflow()
+                self._run_frame(state)
+                if not sc.detector.overflowed():
+                    break
+                sc.restore(state)
+                sc.detector.grow()
+                self._graph = None
+                self.overflow_redos += 1
+        for c in self.colliders:
+            c.end_frame()
+        wp.copy(state.pin_start, state.pin_end)
+
+    def _run_frame(self, state) -> None:
         dev = self.model.device
         if dev.is_cuda:
             if self._graph is None:
@@ -68,9 +90,6 @@ class SolverVBD:
             wp.capture_launch(self._graph)
         else:
             self._frame_launches(state)
-        for c in self.colliders:
-            c.end_frame()
-        wp.copy(state.pin_start, state.pin_end)
 
     def read_bad_flag(self) -> bool:
         return bool(self.bad.numpy()[0])
@@ -128,11 +147,10 @@ class SolverVBD:
                 h, s.drag, wp.vec3(*s.wind), int(s.ground is not None), float(s.ground or 0.0),
                 s.contact_stiffness, s.friction_eps,
                 self.c_point, self.c_normal, self.c_vel, self.c_active, slots,
+                *(self.self_contacts.kernel_args() if self.self_contacts is not None else self._self_off_args),
             ],
             device=m.device,
         )
-        if self.self_contacts is not None:
-            self.self_contacts.solve_color(state, self.x_prev, start, count, h)
 
     # ------------------------------------------------------------------ memory
     def memory_report(self) -> dict:
@@ -156,4 +174,5 @@ class SolverVBD:
             self.self_contacts.release()
             self.self_contacts = None
         self.x_prev = self.y = self.normals = self.bad = self.theta_prev = None
+        self._self_off_args = []
         self.c_point = self.c_normal = self.c_vel = self.c_active = None
