@@ -58,7 +58,7 @@ def test_detect_graph_capture_and_bitwise_determinism(device):
     cv, cf = octahedron()
     x2 = x + np.float32(0.003) * np.sin(np.arange(x.size, dtype=np.float32)).reshape(x.shape)
 
-    det = SelfContactDetector(len(x), tris, edges, 64, 64, device=device, positions=x)
+    det = SelfContactDetector(len(x), tris, edges, 256, 256, device=device, positions=x)
     col = MeshCollider(cv, cf, device=device)
     con = ClothColliderContacts(col, len(x), edges, triangles=tris, edge_capacity=32, triangle_capacity=8, device=device)
     pos = wp.array(x, dtype=wp.vec3, device=device)
