@@ -26,6 +26,7 @@ import warp as wp
 
 from ._arrays import as_index_array, as_vec3_array, unique_edges
 from .contact_funcs import closest_point_triangle, closest_points_edge_edge
+from .self_contact import edge_bounds_kernel
 
 # --------------------------------------------------------------------------------------
 # kernels: collider upkeep
@@ -51,20 +52,6 @@ def collider_vertex_kernel(
     uppers[i] = p
     wp.atomic_min(bounds, 0, p)
     wp.atomic_max(bounds, 1, p)
-
-
-@wp.kernel
-def collider_edge_kernel(
-    points: wp.array(dtype=wp.vec3),
-    edges: wp.array2d(dtype=wp.int32),
-    lowers: wp.array(dtype=wp.vec3),
-    uppers: wp.array(dtype=wp.vec3),
-):
-    e = wp.tid()
-    p0 = points[edges[e, 0]]
-    p1 = points[edges[e, 1]]
-    lowers[e] = wp.min(p0, p1)
-    uppers[e] = wp.max(p0, p1)
 
 
 # --------------------------------------------------------------------------------------
@@ -263,7 +250,7 @@ class MeshCollider:
         wp.launch(reset_bounds_kernel, dim=1, inputs=[], outputs=[self.bounds], device=dev)
         wp.launch(collider_vertex_kernel, dim=self.vertex_count, inputs=[self.points],
                   outputs=[self.vertex_lowers, self.vertex_uppers, self.bounds], device=dev)
-        wp.launch(collider_edge_kernel, dim=self.edge_count, inputs=[self.points, self.edges],
+        wp.launch(edge_bounds_kernel, dim=self.edge_count, inputs=[self.points, self.edges],
                   outputs=[self.edge_lowers, self.edge_uppers], device=dev)
 
     def _refit(self):
