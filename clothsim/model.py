@@ -84,8 +84,9 @@ class ClothModel:
         self.host_pinned = pinned
 
         # bending stencils and seams
-        stencils = bending_stencils(tri)
+        stencils, stencil_tris = bending_stencils(tri, return_triangles=True)
         self.host_bend = stencils
+        self.host_bend_tris = stencil_tris
         springs = [c.seams + off[i] for i, c in enumerate(self.cloths) if len(c.seams)]
         springs = np.concatenate(springs) if springs else np.zeros((0, 2), np.int64)
         spring_cloth = np.searchsorted(off, springs[:, 0], side="right") - 1 if len(springs) else np.zeros(0, np.int64)
@@ -212,17 +213,10 @@ class ClothModel:
         """
         st = self.host_bend
         tri = self.host_triangles
-        key = np.sort(tri[:, [0, 1, 1, 2, 2, 0]].reshape(-1, 2), axis=1)
-        key_id = key[:, 0] * self.particle_count + key[:, 1]
-        sk = np.sort(st[:, :2], axis=1)
-        hinge_id = np.sort(sk[:, 0] * self.particle_count + sk[:, 1])
-        is_hinge = np.isin(key_id, hinge_id).reshape(-1, 3)
-        n_t = np.maximum(is_hinge.sum(axis=1), 1)
+        t1, t2 = self.host_bend_tris[:, 0], self.host_bend_tris[:, 1]
+        n_t = np.bincount(self.host_bend_tris.ravel(), minlength=len(tri))  # hinges per triangle
+        n_t = np.maximum(n_t, 1)
         a_t = self.host_tri_area
-        # the two triangles of each stencil: (x0, x1, x2) and (x1, x0, x3)
-        tri_key = {tuple(sorted(t)): j for j, t in enumerate(tri.tolist())}
-        t1 = np.array([tri_key[tuple(sorted(q))] for q in st[:, [0, 1, 2]].tolist()], dtype=np.int64)
-        t2 = np.array([tri_key[tuple(sorted(q))] for q in st[:, [0, 1, 3]].tolist()], dtype=np.int64)
         cover = 3.0 * (a_t[t1] / n_t[t1] + a_t[t2] / n_t[t2]) / (a_t[t1] + a_t[t2])
         # A hinge between a clamped triangle (all three vertices pinned) and a free one stands for the
         # curvature of a band half of which lies in the rigid clamp: its angle is the bend of the free

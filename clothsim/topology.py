@@ -25,12 +25,13 @@ def unique_edges(triangles: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return edges, inverse.reshape(-1, 3)
 
 
-def bending_stencils(triangles: np.ndarray) -> np.ndarray:
+def bending_stencils(triangles: np.ndarray, return_triangles: bool = False):
     """Interior-edge stencils (x0, x1, x2, x3): x0-x1 is the shared edge, x2 / x3 the opposite vertices.
 
     Orientation: triangle (x0, x1, x2) is one of the input triangles with its winding, and
     (x1, x0, x3) the other, so the two normals agree on a flat, consistently wound sheet.
-    Non-manifold edges (more than two triangles) raise an error naming the edge.
+    Non-manifold edges (more than two triangles) raise an error naming the edge. With
+    ``return_triangles`` also returns (B, 2) the indices of the two triangles of each stencil.
     """
     t = np.asarray(triangles, dtype=np.int64)
     he = np.stack([t[:, [0, 1]], t[:, [1, 2]], t[:, [2, 0]]], axis=1).reshape(-1, 2)
@@ -46,7 +47,10 @@ def bending_stencils(triangles: np.ndarray) -> np.ndarray:
     second = order[1:][same_next]
     a = he[first]
     x3 = opp[second]
-    return np.stack([a[:, 0], a[:, 1], opp[first], x3], axis=1)
+    st = np.stack([a[:, 0], a[:, 1], opp[first], x3], axis=1)
+    if return_triangles:  # the triangles (x0, x1, x2) and (x1, x0, x3) of each stencil
+        return st, np.stack([first // 3, second // 3], axis=1)
+    return st
 
 
 def csr(owner: np.ndarray, payload: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
