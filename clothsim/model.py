@@ -107,8 +107,7 @@ class ClothModel:
             st_i = bending_stencils(c.triangles)
             a_off, a_nb = adjacency(c.vertex_count, [c.triangles, st_i, c.seams])
             colors[off[i]:off[i + 1]] = color_graph(c.vertex_count, a_off, a_nb)
-        adj_off, adj = adjacency(n, [tri, stencils, springs])
-        check_coloring(adj_off, adj, colors)
+            check_coloring(a_off, a_nb, colors[off[i]:off[i + 1]])  # elements never span two cloths
         free = np.nonzero(~pinned)[0]
         order = free[np.lexsort((free, colors[free]))]
         ccount = np.bincount(colors[free], minlength=int(colors.max(initial=0)) + 1)

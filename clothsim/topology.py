@@ -21,7 +21,9 @@ def unique_edges(triangles: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     # edge k of a triangle is opposite vertex k: (v1,v2), (v2,v0), (v0,v1)
     he = np.stack([t[:, [1, 2]], t[:, [2, 0]], t[:, [0, 1]]], axis=1).reshape(-1, 2)
     he_sorted = np.sort(he, axis=1)
-    edges, inverse = np.unique(he_sorted, axis=0, return_inverse=True)
+    n = int(t.max(initial=0)) + 1
+    keys, inverse = np.unique(he_sorted[:, 0] * n + he_sorted[:, 1], return_inverse=True)
+    edges = np.stack([keys // n, keys % n], axis=1)
     return edges, inverse.reshape(-1, 3)
 
 
