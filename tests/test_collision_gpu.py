@@ -89,7 +89,7 @@ def test_detect_graph_capture_and_bitwise_determinism(device):
     assert replayed[7][0] == 0  # no overflow
     assert (replayed[8] >= 0).sum() > 0 and replayed[12].sum() > 0  # collider contacts exist
 
-    cpu = SelfContactDetector(len(x), tris, edges, 64, 64, device="cpu", positions=x2)
+    cpu = SelfContactDetector(len(x), tris, edges, 256, 256, device="cpu", positions=x2)
     cpu.detect(wp.array(x2, dtype=wp.vec3, device="cpu"), R)
     assert _sets(cpu) == _sets(det)
     np.testing.assert_allclose(cpu.min_dist.numpy(), det.min_dist.numpy(), atol=1e-6)
