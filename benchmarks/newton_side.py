@@ -14,7 +14,6 @@ source lines it rests on are written down in ``benchmarks/newton_mapping.md``;
 from __future__ import annotations
 
 import dataclasses
-import math
 import time
 from dataclasses import dataclass
 

@@ -92,4 +92,5 @@ def load_checkpoint(sim, path) -> None:
         for i, fd in enumerate(fabs):
             sim.model.fabrics[i] = Fabric(**fd)
         sim.model._write_materials()
+        sim.solver.materials_changed()
         sim.frame = int(data["frame"])

@@ -151,6 +151,7 @@ class Simulator:
         if not (0 <= cloth < len(self.model.cloths)):
             raise InputError(f"set_fabric: cloth index {cloth} out of range [0, {len(self.model.cloths)})")
         self.model.set_fabric(cloth, Fabric.resolve(fabric))
+        self.solver.materials_changed()
 
     # ------------------------------------------------------------------ stepping
     def step(self, frames: int = 1) -> None:

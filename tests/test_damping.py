@@ -18,7 +18,6 @@ References:
 import math
 
 import numpy as np
-import pytest
 
 import clothsim as cs
 

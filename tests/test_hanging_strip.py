@@ -30,7 +30,6 @@ rounding of the ny row positions (ny·ulp); against the continuum: that plus the
 import math
 
 import numpy as np
-import pytest
 
 import clothsim as cs
 

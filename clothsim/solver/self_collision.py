@@ -31,7 +31,7 @@ class SelfCollision:
             n, model.host_triangles, edges, vertex_capacity=16, edge_capacity=16, device=d,
             positions=model.host_rest_positions.astype(np.float32),
         )
-        self.query_radius = float(settings.contact_margin + max(f.thickness for f in model.fabrics))
+        self.query_radius = 0.0  # [m] set by SolverVBD.materials_changed()
         # frame backup (positions, velocities, last velocities) to redo a frame after an overflow
         self.backup = [wp.zeros(n, dtype=wp.vec3, device=d) for _ in range(3)]
 

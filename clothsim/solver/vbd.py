@@ -8,7 +8,6 @@ captured once as a graph and replayed.
 
 from __future__ import annotations
 
-import numpy as np
 import warp as wp
 
 from . import kernels as K
@@ -34,6 +33,15 @@ class SolverVBD:
             self.self_contacts = SelfCollision(model, settings)
         self._self_off_args = disabled_kernel_args(d)
         self.overflow_redos = 0
+        self.materials_changed()
+        self._graph = None
+
+    def materials_changed(self) -> None:
+        """Fabric numbers changed: contact search radii follow the thickness; a captured graph holds the
+        old radii as constants, so it is dropped and recaptured on the next frame."""
+        self.query_radius = self.s.contact_margin + float(max(f.thickness for f in self.model.fabrics))
+        if self.self_contacts is not None:
+            self.self_contacts.query_radius = self.query_radius
         self._graph = None
 
     # ------------------------------------------------------------------ colliders
@@ -116,7 +124,7 @@ class SolverVBD:
                 wp.launch(K.vertex_normals_kernel, n, inputs=[self.x_prev, m.tri, m.v_tri_offsets, m.v_tri], outputs=[self.normals], device=dev)
             for k, c in enumerate(self.colliders):
                 wp.launch(K.collider_detect_kernel, n,
-                          inputs=[self.x_prev, c.mesh.id, k, slots, s.contact_margin + float(max(f.thickness for f in m.fabrics))],
+                          inputs=[self.x_prev, c.mesh.id, k, slots, self.query_radius],
                           outputs=[self.c_point, self.c_normal, self.c_vel, self.c_active], device=dev)
             if self.self_contacts is not None:
                 self.self_contacts.detect(self.x_prev)
