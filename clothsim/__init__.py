@@ -11,7 +11,8 @@ from .colliders import Collider
 from .errors import ClothsimError, InputError, SimulationError, StaleViewError
 from .fabric import Fabric
 from .simulator import Simulator
+from .scene import load_scene
 
 __version__ = "0.1.0"
 __all__ = ["Cloth", "Collider", "Fabric", "Simulator", "ClothsimError", "InputError", "SimulationError",
-           "StaleViewError", "__version__"]
+           "StaleViewError", "load_scene", "__version__"]

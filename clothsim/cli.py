@@ -179,9 +179,11 @@ def _check_fabric(ctx: click.Context, param: click.Parameter, value: str) -> str
     return value
 
 
-def _check_device(ctx: click.Context, param: click.Parameter, value: str | None) -> str:
+def _check_device(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    if value is None:
+        return None  # the scene's device, or the preferred one for the grid drape
     wp = _warp()
-    if value is None or value == "auto":
+    if value == "auto":
         return str(wp.get_preferred_device())
     try:
         return str(wp.get_device(value))
@@ -190,37 +192,62 @@ def _check_device(ctx: click.Context, param: click.Parameter, value: str | None)
         raise click.BadParameter(f"no Warp device {value!r} here; available: {names}", ctx=ctx, param=param) from e
 
 
-@main.command(short_help="Drape a cloth over a sphere; write OBJ, NPZ and JSON.")
+@main.command(short_help="Run a scene file, or drape a cloth over a sphere; write meshes and a report.")
+@click.argument("scene", required=False, type=click.Path(path_type=Path, dir_okay=False))
+@click.option("--level", default=None, metavar="LEVEL",
+              help="Scene only: garment resolution level: coarsest, finest or an index (0 = coarsest) "
+                   "[default: each garment's level in the scene].")
 @click.option("--fabric", default="cotton", show_default=True, callback=_check_fabric,
               help="Fabric preset name (see `clothsim info`).")
 @click.option("--size", type=click.FloatRange(min=0.0, min_open=True), default=1.0, show_default=True,
               help="Side length of the square cloth [m].")
 @click.option("--resolution", type=click.IntRange(min=2), default=32, show_default=True,
               help="Vertices per side of the cloth grid.")
-@click.option("--frames", type=click.IntRange(min=1), default=60, show_default=True,
-              help="Frames to simulate (each 1/60 s).")
+@click.option("--frames", type=click.IntRange(min=1), default=None,
+              help="Frames to simulate (each 1/60 s) [default: 60]; with a SCENE, the frame cap "
+                   "[default: the scene's simulation.frame_cap].")
 @click.option("--device", default=None, callback=_check_device,
               help="Warp device: cpu, cuda, cuda:N [default: cuda:0 if present, else cpu].")
-@click.option("--substeps", type=click.IntRange(min=1), default=10, show_default=True,
-              help="Solver substeps per frame.")
-@click.option("--iterations", type=click.IntRange(min=1), default=10, show_default=True,
-              help="Solver iterations per substep.")
-@click.option("--out", "out", type=click.Path(path_type=Path, file_okay=False), default=Path("out/drape"),
-              show_default=True, help="Output folder (created if missing).")
+@click.option("--substeps", type=click.IntRange(min=1), default=None,
+              help="Solver substeps per frame [default: 10, or the scene's].")
+@click.option("--iterations", type=click.IntRange(min=1), default=None,
+              help="Solver iterations per substep [default: 10, or the scene's].")
+@click.option("--out", "-o", "out", type=click.Path(path_type=Path, file_okay=False), default=None,
+              help="Output folder, created if missing [default: out/drape, or the scene's output.folder].")
 @click.option("--progress/--no-progress", default=True, show_default=True, help="Show a progress bar per frame.")
-def simulate(fabric: str, size: float, resolution: int, frames: int, device: str, substeps: int,
-             iterations: int, out: Path, progress: bool) -> None:
-    """Drape a square cloth over a sphere onto the ground (a scripted scene).
-
-    A flat SIZE x SIZE cloth of the chosen fabric starts just above a sphere of radius SIZE/4
-    that rests on the ground plane (y = 0), and falls for FRAMES frames at 60 fps.
+def simulate(scene: Path | None, level: str | None, fabric: str, size: float, resolution: int, frames: int | None,
+             device: str | None, substeps: int | None, iterations: int | None, out: Path | None,
+             progress: bool) -> None:
+    """Run SCENE (a scene file, see scenes/README.md) headless, or without SCENE drape a square
+    cloth over a sphere onto the ground (a scripted scene).
 
     \b
-    Writes, each atomically (temporary file, then rename):
+    With SCENE: the garments are sewn on the avatar and simulated until they settle (or the frame
+    cap), then checked. Writes to OUT (default: the scene's [output] folder), each atomically:
+      OUT/GARMENT.obj, .glb, .usda   the draped garment (USD animated, GLB/USD with the avatar)
+      OUT/frames.npz                 the frame cache: positions per frame, triangles, the scene file
+      OUT/report.json                checks (worst penetration, largest seam gap, kinetic energy,
+                                     residual, intersections), timings, versions
+    Exits 0 when every check passes, 1 when the drape ran but a check failed (the report says which).
+
+    \b
+    Without SCENE: a flat SIZE x SIZE cloth of the chosen fabric starts just above a sphere of radius
+    SIZE/4 that rests on the ground plane (y = 0), and falls for FRAMES frames at 60 fps. Writes:
       OUT/drape.obj    the last frame's mesh (metres)
       OUT/drape.npz    positions (frames+1, N, 3) float32 incl. the start, triangles (M, 3) int32
       OUT/drape.json   settings, timings, versions
     """
+    if scene is not None:
+        _simulate_scene(scene, level, frames, device, substeps, iterations, out, progress)
+        return
+    if level is not None:
+        raise click.BadParameter("--level applies to a SCENE file", param_hint="'--level'")
+    frames = 60 if frames is None else frames
+    substeps = 10 if substeps is None else substeps
+    iterations = 10 if iterations is None else iterations
+    out = Path("out/drape") if out is None else out
+    if device is None:
+        device = str(_warp().get_preferred_device())
     from tqdm import tqdm
 
     import numpy as np
@@ -300,6 +327,51 @@ def simulate(fabric: str, size: float, resolution: int, frames: int, device: str
                f"(first frame {frame_s[0]:.2f} s, then {1e3 * summary['timings_s']['mean_frame_after_first']:.1f} ms/frame); "
                f"lowest point y = {lowest:.3f} m")
     click.echo(f"wrote {out / 'drape.obj'}, {out / 'drape.npz'}, {out / 'drape.json'}")
+
+
+def _simulate_scene(path: Path, level: str | None, frames: int | None, device: str | None, substeps: int | None,
+                    iterations: int | None, out: Path | None, progress: bool) -> None:
+    """`clothsim simulate SCENE.toml`: load, drape, check, export (see clothsim.scene.run)."""
+    ctx = click.get_current_context()
+    for name in ("fabric", "size", "resolution"):
+        if ctx.get_parameter_source(name) is click.core.ParameterSource.COMMANDLINE:
+            raise click.BadParameter(f"--{name} applies to the built-in grid drape, not to a scene file "
+                                     "(set it in the scene's [[garments]])", param_hint=f"'--{name}'")
+    if level is not None and level not in ("coarsest", "finest"):
+        try:
+            level = int(level)
+        except ValueError:
+            raise click.BadParameter(f"expected coarsest, finest or a level index, got {level!r}",
+                                     param_hint="'--level'") from None
+        if level < 0:
+            raise click.BadParameter(f"expected a level index >= 0, got {level}", param_hint="'--level'")
+    from clothsim.scene import load_scene
+    from clothsim.scene.run import run_scene, with_overrides
+
+    scene = load_scene(path)  # validates everything before any work starts
+    scene = with_overrides(scene, frames=frames, device=device, substeps=substeps, iterations=iterations)
+    if out is not None:
+        from clothsim.io import ensure_output_dir
+
+        try:
+            out = ensure_output_dir(out)
+        except OSError as e:
+            raise click.BadParameter(str(e), param_hint="'--out'") from e
+    _warp()
+    result, files = run_scene(scene, out, level=level, progress=progress)
+    for g in result.garments:
+        click.echo(f"{g.name}: {g.vertices} vertices, worst penetration {1e3 * g.worst_penetration_m:.2f} mm, "
+                   f"largest seam gap {1e3 * g.largest_seam_gap_m:.2f} mm, body intersections "
+                   f"{g.body_intersections}, self intersections {g.self_intersections}")
+    state = f"settled at frame {result.settle_frame}" if result.settled else "did not settle"
+    click.echo(f"{scene.name}: {result.frames} frames on {result.device}, {state}; kinetic energy "
+               f"{result.kinetic_energy:.2e} J/kg, residual {result.residual:.3f}; run "
+               f"{result.timings_s['run']:.1f} s")
+    click.echo("wrote " + ", ".join(files.values()))
+    if not result.passed:
+        for f in result.failures:
+            click.echo(f"check failed: {f}", err=True)
+        ctx.exit(1)
 
 
 if __name__ == "__main__":
