@@ -1,0 +1,35 @@
+"""Headless OpenGL context creation (EGL): Mesa llvmpipe on CPU machines, the NVIDIA driver on GPUs."""
+
+from __future__ import annotations
+
+import clothsim as cs
+
+DEBIAN_PACKAGES = "libegl1 libgl1"
+GL_VERSION = 450
+
+
+class GLUnavailableError(cs.ClothsimError):
+    """No usable OpenGL 4.5 context: the message says which system packages to install."""
+
+
+def create_headless_context(backend: str = "egl"):
+    """A standalone moderngl context, GL 4.5 core, without a window or display.
+
+    Raises:
+        GLUnavailableError: no EGL/GL driver (names the Debian packages ``libegl1 libgl1``) or
+            a driver older than GL 4.5.
+    """
+    try:
+        import moderngl
+    except ImportError as e:  # pragma: no cover - moderngl is a hard dependency
+        raise GLUnavailableError(f"moderngl is not installed ({e}); pip install moderngl") from e
+    try:
+        ctx = moderngl.create_context(standalone=True, backend=backend, require=GL_VERSION)
+    except Exception as e:
+        raise GLUnavailableError(
+            f"cannot create a headless OpenGL {GL_VERSION // 100}.{GL_VERSION % 100 // 10} context "
+            f"through {backend.upper()} ({type(e).__name__}: {e}). On Debian/Ubuntu install the GL "
+            f"driver and loader: `apt-get install {DEBIAN_PACKAGES}` (Mesa's llvmpipe renders on the "
+            f"CPU; on NVIDIA machines the driver provides EGL)."
+        ) from e
+    return ctx

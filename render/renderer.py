@@ -1,0 +1,572 @@
+"""The Renderer: owns the GL context and every GL object; draws MeshItems to numpy images.
+
+Scene and simulation objects are plain arrays and dataclasses (render.material.MeshItem,
+render.camera.Camera); the Renderer keeps the GL buffers that mirror them, keyed by mesh name,
+and releases everything in :meth:`Renderer.release` (idempotent; also on ``with`` exit). No GL
+call ever runs from ``__del__``.
+
+Frame: key-light shadow map (PCSS) -> ground contact map -> MSAA colour pass (ground catcher,
+then meshes; linear shading, tone map, sRGB encode in the fragment shader) -> resolve -> read.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+import clothsim as cs
+
+from .camera import Camera
+from .gl import create_headless_context
+from .lighting import StudioRig
+from .material import Material, MeshItem, parse_colour, srgb_to_linear
+from .shaders import ProgramCache
+from .sheen import stored_sheen_albedo_table
+
+MAX_IMAGE_SIDE = 8192
+GL_SRGB8_ALPHA8 = 0x8C43
+TONEMAPS = {"neutral": 0, "filmic": 1}
+
+
+@dataclass(frozen=True)
+class RenderSettings:
+    """How a frame is made.
+
+    Attributes:
+        width, height: image size [px], 1..8192 each.
+        samples: MSAA samples (1 = off; clamped to what the driver offers).
+        transparent: background alpha 0; the ground shows only its shadow (PNG with alpha).
+        background: sRGB backdrop colour (opaque mode); the floor matches it seamlessly.
+        tonemap: "neutral" (Khronos PBR Neutral) or "filmic" (ACES fit).
+        exposure: linear multiplier before the tone map.
+        shadows: key-light shadow map and ground contact shadow.
+        ground: draw the shadow-catching floor at the lowest point of all meshes (or ``ground_y``).
+        ground_y: floor height [m]; None = lowest vertex of all meshes.
+        shadow_map_size, contact_map_size: [px].
+        rig: the studio lights.
+    """
+
+    width: int = 512
+    height: int = 512
+    samples: int = 4
+    transparent: bool = False
+    background: tuple[float, float, float] | str = "#f3f2f0"
+    tonemap: str = "neutral"
+    exposure: float = 1.0
+    shadows: bool = True
+    ground: bool = True
+    ground_y: float | None = None
+    shadow_map_size: int = 2048
+    contact_map_size: int = 512
+    rig: StudioRig = field(default_factory=StudioRig)
+
+    def __post_init__(self) -> None:
+        for key in ("width", "height"):
+            v = getattr(self, key)
+            if not isinstance(v, (int, np.integer)) or not (1 <= v <= MAX_IMAGE_SIDE):
+                raise cs.InputError(f"image {key} must be an integer in [1, {MAX_IMAGE_SIDE}] px, got {v!r}")
+        if self.tonemap not in TONEMAPS:
+            raise cs.InputError(f"tonemap must be one of {', '.join(TONEMAPS)}, got {self.tonemap!r}")
+        if self.samples < 1:
+            raise cs.InputError(f"samples must be >= 1, got {self.samples}")
+        object.__setattr__(self, "background", parse_colour(self.background))
+
+
+def vertex_normals(vertices: np.ndarray, triangles: np.ndarray) -> np.ndarray:
+    """Area-weighted unit vertex normals, (N, 3) float32 (bincount; fast for 1M triangles)."""
+    v = vertices.astype(np.float32, copy=False)
+    t = triangles
+    fn = np.cross(v[t[:, 1]] - v[t[:, 0]], v[t[:, 2]] - v[t[:, 0]])
+    n = np.empty_like(v)
+    idx = t.ravel()
+    for k in range(3):
+        n[:, k] = np.bincount(idx, weights=np.repeat(fn[:, k], 3), minlength=len(v))
+    length = np.linalg.norm(n, axis=1, keepdims=True)
+    return n / np.where(length > 0, length, 1.0)
+
+
+def _ortho(left, right, bottom, top, near, far) -> np.ndarray:
+    m = np.eye(4)
+    m[0, 0] = 2.0 / (right - left)
+    m[1, 1] = 2.0 / (top - bottom)
+    m[2, 2] = -2.0 / (far - near)
+    m[0, 3] = -(right + left) / (right - left)
+    m[1, 3] = -(top + bottom) / (top - bottom)
+    m[2, 3] = -(far + near) / (far - near)
+    return m
+
+
+def _f32(m: np.ndarray) -> bytes:
+    """Column-major float32 bytes of a 4x4 matrix, as GLSL mat4 uniforms expect."""
+    return np.asarray(m, dtype=np.float32).T.tobytes()
+
+
+class _GpuMesh:
+    """GL buffers mirroring one MeshItem (positions, normals, uvs, indices) and its VAOs."""
+
+    def __init__(self) -> None:
+        self.vbo_pos = self.vbo_nrm = self.vbo_uv = self.ibo = None
+        self.vertex_count = 0
+        self.index_count = 0
+        self.triangles_ref = None
+        self.vertices_ref = None
+        self.vaos: dict[int, object] = {}
+
+    def release(self) -> None:
+        for vao in self.vaos.values():
+            vao.release()
+        self.vaos.clear()
+        for name in ("vbo_pos", "vbo_nrm", "vbo_uv", "ibo"):
+            buf = getattr(self, name)
+            if buf is not None:
+                buf.release()
+                setattr(self, name, None)
+
+
+class Renderer:
+    """Headless renderer: ``with Renderer() as r: rgba = r.render(meshes, camera, settings)``.
+
+    Args:
+        ctx: an existing moderngl context to draw with (the preview window passes its own);
+            None creates a standalone EGL context that this Renderer owns and releases.
+        backend: the standalone backend ("egl").
+
+    Raises:
+        render.gl.GLUnavailableError: no GL 4.5 driver; the message names the Debian packages.
+    """
+
+    def __init__(self, ctx=None, *, backend: str = "egl") -> None:
+        self._owns_ctx = ctx is None
+        self.ctx = create_headless_context(backend) if ctx is None else ctx
+        self.programs = ProgramCache(self.ctx)
+        self._meshes: dict[str, _GpuMesh] = {}
+        self._textures: dict[tuple, object] = {}
+        self._targets: dict[tuple, tuple] = {}
+        self._released = False
+        self.max_samples = int(self.ctx.max_samples)
+        self._interop = None
+        lut = stored_sheen_albedo_table()
+        self._sheen_lut = self.ctx.texture(lut.shape[::-1], 1, lut.tobytes(), dtype="f4")
+        self._sheen_lut.filter = (self.ctx.LINEAR, self.ctx.LINEAR)
+        self._sheen_lut.repeat_x = self._sheen_lut.repeat_y = False
+        self.stats: dict[str, float] = {}
+
+    # ------------------------------------------------------------------ lifetime
+    def __enter__(self) -> "Renderer":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+    @property
+    def released(self) -> bool:
+        return self._released
+
+    def release(self) -> None:
+        """Free every GL object (and the context if this Renderer created it). Idempotent."""
+        if self._released:
+            return
+        self._released = True
+        if self._interop is not None:
+            self._interop.release()
+            self._interop = None
+        for mesh in self._meshes.values():
+            mesh.release()
+        self._meshes.clear()
+        for tex in self._textures.values():
+            tex.release()
+        self._textures.clear()
+        for objs in self._targets.values():
+            for o in objs:
+                o.release()
+        self._targets.clear()
+        self._sheen_lut.release()
+        self.programs.release()
+        if self._owns_ctx:
+            self.ctx.release()
+
+    def _check_alive(self) -> None:
+        if self._released:
+            raise RuntimeError("this Renderer was released; create a new one")
+
+    # ------------------------------------------------------------------ resources
+    def _target(self, kind: str, size: tuple[int, int], samples: int = 0):
+        key = (kind, size, samples)
+        objs = self._targets.get(key)
+        if objs is None:
+            ctx = self.ctx
+            if kind == "msaa":
+                color = ctx.renderbuffer(size, 4, samples=samples)
+                depth = ctx.depth_renderbuffer(size, samples=samples)
+                objs = (ctx.framebuffer([color], depth), color, depth)
+            elif kind == "resolve":
+                color = ctx.renderbuffer(size, 4)
+                objs = (ctx.framebuffer([color]), color)
+            elif kind == "depth":  # shadow / contact / depth readback: a sampled depth texture
+                tex = ctx.depth_texture(size)
+                tex.repeat_x = tex.repeat_y = False
+                tex.filter = (ctx.NEAREST, ctx.NEAREST)
+                cmp = ctx.sampler(texture=tex, compare_func="<=", filter=(ctx.LINEAR, ctx.LINEAR),
+                                  repeat_x=False, repeat_y=False)
+                raw = ctx.sampler(texture=tex, filter=(ctx.LINEAR, ctx.LINEAR), repeat_x=False, repeat_y=False)
+                raw.compare_func = ""
+                objs = (ctx.framebuffer(depth_attachment=tex), tex, cmp, raw)
+            else:
+                raise ValueError(kind)
+            self._targets[key] = objs
+        return objs
+
+    def _texture(self, path: Path, srgb: bool):
+        path = Path(path)
+        try:
+            stat = path.stat()
+        except OSError as e:
+            raise cs.InputError(f"texture file not found or unreadable: {path} ({e.strerror or e})") from e
+        key = (str(path.resolve()), stat.st_mtime_ns, srgb)
+        tex = self._textures.get(key)
+        if tex is None:
+            import imageio.v3 as iio
+
+            try:
+                img = np.asarray(iio.imread(path))
+            except Exception as e:
+                raise cs.InputError(f"cannot read texture {path}: {e}") from e
+            if img.ndim == 2:
+                img = np.repeat(img[..., None], 3, axis=2)
+            if img.dtype != np.uint8:
+                img = (np.clip(img.astype(np.float64) / np.iinfo(img.dtype).max, 0, 1) * 255).astype(np.uint8) \
+                    if np.issubdtype(img.dtype, np.integer) else (np.clip(img, 0, 1) * 255).astype(np.uint8)
+            if img.shape[2] == 3:
+                img = np.concatenate([img, np.full(img.shape[:2] + (1,), 255, np.uint8)], axis=2)
+            img = np.ascontiguousarray(img[..., :4])
+            # glTF UVs have (0, 0) at the image's top-left: upload rows top-first, sample as is.
+            kw = {"internal_format": GL_SRGB8_ALPHA8} if srgb else {}
+            tex = self.ctx.texture((img.shape[1], img.shape[0]), 4, img.tobytes(), **kw)
+            tex.build_mipmaps()
+            tex.anisotropy = 8.0
+            tex.repeat_x = tex.repeat_y = True
+            self._textures[key] = tex
+        return tex
+
+    def _gpu_mesh(self, key: str, item: MeshItem) -> _GpuMesh:
+        gm = self._meshes.get(key)
+        if gm is None:
+            gm = self._meshes[key] = _GpuMesh()
+        ctx = self.ctx
+        n = len(item.vertices)
+        if gm.vertex_count != n or gm.vbo_pos is None:
+            gm.release()
+            gm.vbo_pos = ctx.buffer(reserve=n * 12, dynamic=True)
+            gm.vbo_nrm = ctx.buffer(reserve=n * 12, dynamic=True)
+            gm.vertex_count = n
+            gm.triangles_ref = gm.vertices_ref = None
+        if gm.triangles_ref is not item.triangles:
+            if gm.ibo is not None and gm.index_count == item.triangles.size:
+                gm.ibo.write(item.triangles.tobytes())
+            else:
+                if gm.ibo is not None:
+                    gm.ibo.release()
+                for vao in gm.vaos.values():
+                    vao.release()
+                gm.vaos.clear()
+                gm.ibo = ctx.buffer(item.triangles.tobytes())
+            gm.index_count = item.triangles.size
+            gm.triangles_ref = item.triangles
+        if gm.vertices_ref is not item.vertices:
+            # CPU path: a plain upload of positions and normals (the GPU path is render.interop)
+            gm.vbo_pos.write(item.vertices.tobytes())
+            gm.vbo_nrm.write(vertex_normals(item.vertices, item.triangles).tobytes())
+            gm.vertices_ref = item.vertices
+        has_uv = item.uvs is not None
+        if has_uv and (gm.vbo_uv is None or gm.vbo_uv.size != n * 8):
+            if gm.vbo_uv is not None:
+                gm.vbo_uv.release()
+            gm.vbo_uv = ctx.buffer(item.uvs.tobytes())
+            for vao in gm.vaos.values():
+                vao.release()
+            gm.vaos.clear()
+        elif has_uv:
+            gm.vbo_uv.write(item.uvs.tobytes())
+        return gm
+
+    def _vao(self, gm: _GpuMesh, program, with_uv: bool, depth_only: bool):
+        key = id(program)
+        vao = gm.vaos.get(key)
+        if vao is None:
+            content = [(gm.vbo_pos, "3f", "in_position")]
+            if not depth_only:
+                content.append((gm.vbo_nrm, "3f", "in_normal"))
+                if with_uv:
+                    content.append((gm.vbo_uv, "2f", "in_uv"))
+            vao = self.ctx.vertex_array(program, content, index_buffer=gm.ibo, index_element_size=4)
+            gm.vaos[key] = vao
+        return vao
+
+    def forget(self, key: str) -> None:
+        """Free the GL buffers kept for mesh ``key`` (a name passed in a MeshItem)."""
+        gm = self._meshes.pop(key, None)
+        if gm is not None:
+            gm.release()
+
+    # ------------------------------------------------------------------ warp interop
+    def upload_positions_warp(self, key: str, positions, triangles_wp=None) -> None:
+        """Copy a Warp array of positions [m], (N,) vec3 on CUDA, into mesh ``key``'s GL vertex
+        buffer without a host round trip (Warp's OpenGL interop), and recompute its normals on
+        the device. The mesh must have been drawn once (so its buffers exist)."""
+        from .interop import WarpGLInterop
+
+        self._check_alive()
+        gm = self._meshes.get(key)
+        if gm is None:
+            raise KeyError(f"no GL buffers for mesh {key!r} yet: draw it once with render() first")
+        if self._interop is None:
+            self._interop = WarpGLInterop()
+        self._interop.copy_positions(gm, key, positions)
+        gm.vertices_ref = "warp"  # the CPU copy is stale now; render() keeps the GL data
+
+    # ------------------------------------------------------------------ frame
+    @staticmethod
+    def scene_bounds(meshes: Sequence[MeshItem]) -> tuple[np.ndarray, np.ndarray]:
+        lo = np.min([m.vertices.min(axis=0) for m in meshes], axis=0).astype(np.float64)
+        hi = np.max([m.vertices.max(axis=0) for m in meshes], axis=0).astype(np.float64)
+        return lo, hi
+
+    def _draw_depth(self, items, gms, view_proj: np.ndarray) -> None:
+        prog = self.programs.get("depth.vert", "depth.frag")
+        _set(prog, "u_view_proj", _f32(view_proj))
+        for item, gm in zip(items, gms):
+            self._vao(gm, prog, False, True).render()
+
+    def render(self, meshes: Sequence[MeshItem], camera: Camera, settings: RenderSettings | None = None,
+               **overrides) -> np.ndarray:
+        """Draw ``meshes`` seen by ``camera``; returns (H, W, 4) uint8 sRGB with straight alpha.
+
+        ``overrides`` are RenderSettings fields (e.g. ``width=256, transparent=True``).
+        Meshes are keyed by name: one with the same name as last frame reuses its GL buffers
+        and only re-uploads arrays that are new objects.
+        """
+        self._check_alive()
+        s = settings or RenderSettings()
+        if overrides:
+            s = RenderSettings(**{**s.__dict__, **overrides})
+        meshes = list(meshes)
+        if not meshes:
+            raise cs.InputError("render: nothing to draw (no meshes)")
+        for m in meshes:
+            m.material.check_files()
+        ctx = self.ctx
+        w, h = s.width, s.height
+        aspect = w / h
+        gms = [self._gpu_mesh(f"{i}:{m.name}", m) for i, m in enumerate(meshes)]
+
+        lo, hi = self.scene_bounds(meshes)
+        center = 0.5 * (lo + hi)
+        radius = max(0.5 * float(np.linalg.norm(hi - lo)), 1e-3)
+        ground_y = float(lo[1]) if s.ground_y is None else float(s.ground_y)
+        dist = float(np.linalg.norm(np.subtract(camera.position, center)))
+        near = camera.near or max(0.02 * dist, dist - 2.5 * radius, 1e-3)
+        far = camera.far or (dist + 5.0 * radius)
+        view = camera.view_matrix()
+        proj = camera.projection_matrix(aspect, near, far)
+        view_proj = proj @ view
+        rig = s.rig
+        key_dir = rig.key.direction(camera)
+        draw_ground = s.ground and s.shadows
+
+        # ---- key-light shadow map: orthographic, fitted to the meshes plus the floor around them
+        shadow_objs = contact_objs = None
+        if s.shadows:
+            # the shadow of the top reaches height / tan(elevation) sideways across the floor
+            key_el = max(math.asin(min(max(key_dir[1], -1.0), 1.0)), math.radians(15.0))
+            floor_pad = (hi[1] - ground_y) / math.tan(key_el) + 0.15 * radius
+            s_lo = np.array([lo[0] - floor_pad, ground_y, lo[2] - floor_pad])
+            s_hi = np.array([hi[0] + floor_pad, hi[1], hi[2] + floor_pad])
+            s_center = 0.5 * (s_lo + s_hi)
+            s_radius = 0.5 * float(np.linalg.norm(s_hi - s_lo))
+            light_cam = Camera(position=tuple(s_center + key_dir * 2.0 * s_radius), target=tuple(s_center),
+                               up=(0.0, 1.0, 0.0) if abs(key_dir[1]) < 0.99 else (0.0, 0.0, 1.0), name="key")
+            light_vp = _ortho(-s_radius, s_radius, -s_radius, s_radius, s_radius * 0.5, s_radius * 3.5) @ light_cam.view_matrix()
+            shadow_objs = self._target("depth", (s.shadow_map_size, s.shadow_map_size))
+            fbo = shadow_objs[0]
+            fbo.use()
+            fbo.clear(depth=1.0)
+            ctx.enable(ctx.DEPTH_TEST)
+            ctx.disable(ctx.CULL_FACE)
+            self._draw_depth(meshes, gms, light_vp)
+            depth_range = 3.0 * s_radius
+            light_size_uv = depth_range * math.tan(math.radians(rig.key_angle_deg)) / (2.0 * s_radius)
+
+            # ---- contact map: from the floor looking up, depth = height of the lowest surface
+            contact_range = max(0.35 * (hi[1] - ground_y), 0.05)
+            c_half = float(max(hi[0] - lo[0], hi[2] - lo[2])) * 0.5 + 0.3 * radius
+            c_cam = Camera(position=(center[0], ground_y - 1e-4, center[2]), target=(center[0], ground_y + 1.0, center[2]),
+                           up=(0.0, 0.0, -1.0), name="contact")
+            contact_vp = _ortho(-c_half, c_half, -c_half, c_half, 0.0, contact_range) @ c_cam.view_matrix()
+            contact_objs = self._target("depth", (s.contact_map_size, s.contact_map_size))
+            contact_objs[0].use()
+            contact_objs[0].clear(depth=1.0)
+            self._draw_depth(meshes, gms, contact_vp)
+
+        # ---- colour pass into the MSAA target
+        samples = max(1, min(s.samples, self.max_samples))
+        msaa = self._target("msaa", (w, h), samples if samples > 1 else 0)
+        fbo = msaa[0]
+        fbo.use()
+        bg_srgb = np.asarray(s.background)
+        if s.transparent:
+            fbo.clear(0.0, 0.0, 0.0, 0.0, depth=1.0)
+        else:
+            fbo.clear(*bg_srgb, 1.0, depth=1.0)
+        ctx.enable(ctx.DEPTH_TEST)
+        ctx.disable(ctx.CULL_FACE)
+        ctx.disable(ctx.BLEND)
+
+        def bind_shadows(prog) -> None:
+            shadow_objs[2].use(location=1)
+            shadow_objs[3].use(location=2)
+            _set(prog, "u_shadow_cmp", 1)
+            _set(prog, "u_shadow_depth", 2)
+            _set(prog, "u_light_view_proj", _f32(light_vp))
+            _set(prog, "u_light_size_uv", light_size_uv)
+            _set(prog, "u_shadow_bias", 0.0015)
+
+        tonemap = TONEMAPS[s.tonemap]
+        for item, gm in zip(meshes, gms):
+            mat: Material = item.material
+            if not mat.visible:
+                continue
+            defines = {"TONEMAP": tonemap, "SHADOWS": s.shadows}
+            uv_ok = item.uvs is not None
+            if mat.base_texture is not None or mat.normal_map is not None:
+                if not uv_ok:
+                    raise cs.InputError(f"mesh {item.name!r}: material {mat.name!r} has textures but the mesh has no uvs")
+            defines["HAS_UV"] = uv_ok
+            defines["HAS_BASE_TEXTURE"] = mat.base_texture is not None
+            defines["HAS_NORMAL_MAP"] = mat.normal_map is not None
+            prog = self.programs.get("mesh.vert", "mesh.frag", defines)
+            _set(prog, "u_view_proj", _f32(view_proj))
+            _set(prog, "u_camera_pos", tuple(camera.position))
+            _set(prog, "u_exposure", s.exposure)
+            _set(prog, "u_base_color", tuple(srgb_to_linear(mat.base_color)) + (1.0,))
+            _set(prog, "u_metallic", mat.metallic)
+            _set(prog, "u_roughness", mat.roughness)
+            _set(prog, "u_sheen_color", tuple(srgb_to_linear(mat.sheen_color)))
+            _set(prog, "u_sheen_roughness", mat.sheen_roughness)
+            self._sheen_lut.use(location=0)
+            _set(prog, "u_sheen_lut", 0)
+            _set(prog, "u_env_intensity", rig.env_intensity)
+            _set(prog, "u_env_top", rig.env_top)
+            _set(prog, "u_env_horizon", rig.env_horizon)
+            _set(prog, "u_env_bottom", rig.env_bottom)
+            for name, light in (("key", rig.key), ("fill", rig.fill), ("rim", rig.rim)):
+                _set(prog, f"u_{name}_dir", tuple(light.direction(camera)))
+                _set(prog, f"u_{name}_radiance", light.radiance)
+            if mat.base_texture is not None or mat.normal_map is not None:
+                _set(prog, "u_uv_scale", tuple(mat.uv_scale))
+            if mat.base_texture is not None:
+                self._texture(mat.base_texture, srgb=True).use(location=3)
+                _set(prog, "u_base_texture", 3)
+            if mat.normal_map is not None:
+                self._texture(mat.normal_map, srgb=False).use(location=4)
+                _set(prog, "u_normal_map", 4)
+                _set(prog, "u_normal_scale", mat.normal_scale)
+            if s.shadows:
+                bind_shadows(prog)
+            fbo.use()
+            self._vao(gm, prog, uv_ok, False).render()
+
+        if draw_ground:
+            prog = self.programs.get("ground.vert", "ground.frag", {"TRANSPARENT": s.transparent})
+            _set(prog, "u_view_proj", _f32(view_proj))
+            _set(prog, "u_ground_y", ground_y)
+            ext = 4.0 * radius
+            _set(prog, "u_ground_extent", (center[0] - ext, center[2] - ext, center[0] + ext, center[2] + ext))
+            _set(prog, "u_background", tuple(bg_srgb))
+            _set(prog, "u_shadow_strength", 0.38)
+            _set(prog, "u_contact_strength", 0.55)
+            _set(prog, "u_ground_center", tuple(center))
+            _set(prog, "u_ground_fade", 3.5 * radius)
+            bind_shadows(prog)
+            contact_objs[3].use(location=5)
+            _set(prog, "u_contact_depth", 5)
+            _set(prog, "u_contact_view_proj", _f32(contact_vp))
+            _set(prog, "u_contact_range", contact_range)
+            _set(prog, "u_contact_height", 0.12 * contact_range + 0.004)
+            _set(prog, "u_contact_radius_uv", 0.02)
+            fbo.use()
+            # drawn after the meshes: the depth test keeps it behind them, and it never overwrites cloth
+            ctx.depth_func = "<="
+            self._ground_vao(prog).render(mode=ctx.TRIANGLE_STRIP, vertices=4)
+            ctx.depth_func = "<"
+
+        # ---- resolve and read back
+        if samples > 1:
+            resolve = self._target("resolve", (w, h))[0]
+            ctx.copy_framebuffer(resolve, fbo)
+            src = resolve
+        else:
+            src = fbo
+        data = src.read(components=4, alignment=1)
+        img = np.frombuffer(data, dtype=np.uint8).reshape(h, w, 4)[::-1].copy()
+        if s.transparent:
+            img = _unpremultiply(img)
+        return img
+
+    def _ground_vao(self, prog):
+        key = ("ground", id(prog))
+        vao = self._targets.get(key)
+        if vao is None:
+            vao = (self.ctx.vertex_array(prog, []),)
+            self._targets[key] = vao
+        return vao[0]
+
+    def render_depth(self, meshes: Sequence[MeshItem], camera: Camera, width: int, height: int,
+                     near: float | None = None, far: float | None = None) -> np.ndarray:
+        """Linear depth along the view axis [m], (H, W) float32, 0 where nothing was drawn
+        (pyrender's convention). Hidden materials are drawn too."""
+        self._check_alive()
+        RenderSettings(width=width, height=height)  # validates the size
+        meshes = list(meshes)
+        gms = [self._gpu_mesh(f"{i}:{m.name}", m) for i, m in enumerate(meshes)]
+        lo, hi = self.scene_bounds(meshes)
+        center = 0.5 * (lo + hi)
+        radius = max(0.5 * float(np.linalg.norm(hi - lo)), 1e-3)
+        dist = float(np.linalg.norm(np.subtract(camera.position, center)))
+        near = near or camera.near or max(0.02 * dist, dist - 2.5 * radius, 1e-3)
+        far = far or camera.far or (dist + 5.0 * radius)
+        vp = camera.projection_matrix(width / height, near, far) @ camera.view_matrix()
+        objs = self._target("depth", (width, height))
+        objs[0].use()
+        objs[0].clear(depth=1.0)
+        self.ctx.enable(self.ctx.DEPTH_TEST)
+        self.ctx.disable(self.ctx.CULL_FACE)
+        self._draw_depth(meshes, gms, vp)
+        d = np.frombuffer(objs[0].read(attachment=-1, dtype="f4"), dtype=np.float32).reshape(height, width)[::-1]
+        z_ndc = 2.0 * d.astype(np.float64) - 1.0
+        z = 2.0 * far * near / (far + near - z_ndc * (far - near))
+        return np.where(d < 1.0, z, 0.0).astype(np.float32)
+
+
+def _set(prog, name: str, value) -> None:
+    """Set a uniform if the program uses it (the GLSL compiler drops unused ones); bytes = raw write."""
+    try:
+        member = prog[name]
+    except KeyError:
+        return
+    if isinstance(value, bytes):
+        member.write(value)
+    else:
+        member.value = value
+
+
+def _unpremultiply(img: np.ndarray) -> np.ndarray:
+    """Premultiplied RGBA (what the resolve averaged) -> straight alpha, as PNG stores it."""
+    a = img[..., 3:4].astype(np.float32)
+    rgb = img[..., :3].astype(np.float32)
+    out = img.copy()
+    out[..., :3] = np.where(a > 0, np.clip(np.round(rgb * 255.0 / np.maximum(a, 1.0)), 0, 255), 0).astype(np.uint8)
+    return out

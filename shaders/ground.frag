@@ -1,0 +1,28 @@
+#version 450 core
+// Shadow-catching ground: the same colour as the backdrop, darkened by the key light's soft
+// shadow and the contact occlusion, so the floor and the backdrop meet without a seam.
+// TRANSPARENT: only the shadow is drawn, as black with alpha (premultiplied).
+
+#include "include/shadow.glsl"
+#include "include/contact.glsl"
+
+in vec3 v_world;
+uniform vec3 u_background;        // display-encoded sRGB backdrop colour
+uniform float u_shadow_strength;  // darkness of a fully shadowed point, key light
+uniform float u_contact_strength; // darkness of full contact occlusion
+uniform vec3 u_ground_center;
+uniform float u_ground_fade;      // m: shadows fade out towards this radius (no visible edge)
+out vec4 frag_color;
+
+void main() {
+    float key = 1.0 - key_visibility(v_world, 0.0);
+    float contact = contact_occlusion(v_world);
+    float dark = 1.0 - (1.0 - u_shadow_strength * key) * (1.0 - u_contact_strength * contact);
+    float r = length(v_world.xz - u_ground_center.xz);
+    dark *= 1.0 - smoothstep(0.6 * u_ground_fade, u_ground_fade, r);
+#ifdef TRANSPARENT
+    frag_color = vec4(0.0, 0.0, 0.0, dark);
+#else
+    frag_color = vec4(u_background * (1.0 - dark), 1.0);
+#endif
+}

@@ -1,0 +1,49 @@
+// Key-light shadow map with soft filtering: percentage-closer soft shadows (Fernando 2005):
+// blocker search, penumbra width from the light's angular size, then Poisson-disk PCF with
+// hardware depth comparison.
+#ifndef SHADOW_GLSL
+#define SHADOW_GLSL
+
+uniform sampler2DShadow u_shadow_cmp;  // depth texture, compare mode on
+uniform sampler2D u_shadow_depth;      // the same depth, raw (blocker search)
+uniform mat4 u_light_view_proj;        // world -> light clip (orthographic)
+uniform float u_light_size_uv;         // light angular size * depth range, in shadow-map uv per unit depth
+uniform float u_shadow_bias;           // in light depth units [0, 1]
+
+const vec2 POISSON[16] = vec2[](
+    vec2(-0.94201624, -0.39906216), vec2(0.94558609, -0.76890725),
+    vec2(-0.09418410, -0.92938870), vec2(0.34495938, 0.29387760),
+    vec2(-0.91588581, 0.45771432), vec2(-0.81544232, -0.87912464),
+    vec2(-0.38277543, 0.27676845), vec2(0.97484398, 0.75648379),
+    vec2(0.44323325, -0.97511554), vec2(0.53742981, -0.47373420),
+    vec2(-0.26496911, -0.41893023), vec2(0.79197514, 0.19090188),
+    vec2(-0.24188840, 0.99706507), vec2(-0.81409955, 0.91437590),
+    vec2(0.19984126, 0.78641367), vec2(0.14383161, -0.14100790));
+
+// Fraction of the key light reaching world point p (1 = lit).
+float key_visibility(vec3 p, float extra_bias) {
+    vec4 c = u_light_view_proj * vec4(p, 1.0);
+    vec3 s = c.xyz / c.w * 0.5 + 0.5;
+    if (any(lessThan(s.xy, vec2(0.0))) || any(greaterThan(s.xy, vec2(1.0))) || s.z > 1.0) return 1.0;
+    float z = s.z - u_shadow_bias - extra_bias;
+    vec2 texel = 1.0 / vec2(textureSize(u_shadow_depth, 0));
+
+    // blocker search over a fixed region
+    float search = max(u_light_size_uv * 0.5, 3.0 * texel.x);
+    float blockers = 0.0, blocker_depth = 0.0;
+    for (int i = 0; i < 16; ++i) {
+        float d = texture(u_shadow_depth, s.xy + POISSON[i] * search).r;
+        if (d < z) { blockers += 1.0; blocker_depth += d; }
+    }
+    if (blockers == 0.0) return 1.0;
+    blocker_depth /= blockers;
+    float penumbra = clamp((z - blocker_depth) * u_light_size_uv, 1.5 * texel.x, 24.0 * texel.x);
+
+    float lit = 0.0;
+    for (int i = 0; i < 16; ++i) {
+        lit += texture(u_shadow_cmp, vec3(s.xy + POISSON[i] * penumbra, z));
+    }
+    return lit / 16.0;
+}
+
+#endif
