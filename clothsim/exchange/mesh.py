@@ -26,7 +26,7 @@ import numpy as np
 
 from ..errors import InputError
 
-__all__ = ["ImportedMesh", "UVSplit", "UNITS", "meters_per_unit", "to_y_up", "validate_mesh", "weld_by_position"]
+__all__ = ["ImportedMesh", "UVSplit", "UNITS", "check_finite", "meters_per_unit", "to_y_up", "validate_mesh", "weld_by_position"]
 
 #: metres per unit for the unit names import_mesh accepts
 UNITS = {"m": 1.0, "meters": 1.0, "metres": 1.0, "cm": 0.01, "centimeters": 0.01, "centimetres": 0.01,
@@ -200,6 +200,18 @@ def weld_by_position(vertices: np.ndarray, triangles: np.ndarray) -> tuple[np.nd
     return v[first[order]], old_to_new[np.asarray(triangles, dtype=np.int64)], old_to_new
 
 
+def check_finite(v: np.ndarray, where: str, offset: int = 0) -> None:
+    """Raise InputError naming the first vertex (``offset`` + row) with a non-finite coordinate.
+
+    Called on the file's own coordinates, before any transform (a matrix product would spread one
+    NaN over all three coordinates)."""
+    bad = ~np.isfinite(v)
+    if bad.any():
+        i, k = (int(a) for a in np.argwhere(bad)[0])
+        raise InputError(f"{where}: vertex {i + offset} has a non-finite coordinate {'xyz'[k]} = {v[i, k]}; "
+                         "expected finite numbers")
+
+
 def validate_mesh(vertices: np.ndarray, triangles: np.ndarray, corner_uv: np.ndarray | None, where: str) -> None:
     """Raise InputError naming ``where`` (the file) when the mesh cannot be simulated or collided.
 
@@ -211,10 +223,7 @@ def validate_mesh(vertices: np.ndarray, triangles: np.ndarray, corner_uv: np.nda
     if len(v) == 0 or len(t) == 0:
         raise InputError(f"{where}: the mesh is empty ({len(v)} vertices, {len(t)} triangles); "
                          "expected at least one triangle")
-    bad = ~np.isfinite(v)
-    if bad.any():
-        i, k = (int(a) for a in np.argwhere(bad)[0])
-        raise InputError(f"{where}: vertex {i} has a non-finite coordinate {'xyz'[k]} = {v[i, k]}; expected finite numbers")
+    check_finite(v, where)
     if t.min() < 0 or t.max() >= len(v):
         raise InputError(f"{where}: triangle indices span [{t.min()}, {t.max()}] but the mesh has {len(v)} vertices")
     if corner_uv is not None:

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import InputError
-from .mesh import ImportedMesh, meters_per_unit, normalize_up, to_y_up, validate_mesh, weld_by_position
+from .mesh import ImportedMesh, check_finite, meters_per_unit, normalize_up, to_y_up, validate_mesh, weld_by_position
 
 __all__ = ["SUPPORTED_EXTENSIONS", "import_mesh", "import_cloth"]
 
@@ -84,6 +84,7 @@ def _read_trimesh(p: Path):
         if not isinstance(g, trimesh.Trimesh) or len(g.faces) == 0:
             continue  # points and lines are no surface
         v = np.asarray(g.vertices, dtype=np.float64)
+        check_finite(v, str(p), offset)
         v = v @ transform[:3, :3].T + transform[:3, 3]
         f = np.asarray(g.faces, dtype=np.int64)
         if np.linalg.det(transform[:3, :3]) < 0:  # a mirroring node flips the winding
@@ -105,9 +106,6 @@ def _read_trimesh(p: Path):
     corner_uv = None
     if any_uv:  # a geometry without UVs gets (0, 0) corners so the layout stays per corner
         corner_uv = np.concatenate([u if u is not None else np.zeros((len(f), 3, 2)) for u, f in zip(uvs, tris)])
-    if not np.all(np.isfinite(v)):
-        # np.unique cannot weld NaNs meaningfully; report the bad vertex in the file's own numbering
-        return v, t, corner_uv, p.stem
     v, t, _ = weld_by_position(v, t)
     name = names[0] if len(names) == 1 else p.stem
     return v, t, corner_uv, name

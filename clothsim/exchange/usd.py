@@ -26,6 +26,7 @@ import numpy as np
 from ..errors import InputError
 from ..io import vertex_normals
 from .export import _mesh, uv_layout
+from .mesh import check_finite
 
 __all__ = ["read_usd_mesh", "export_usd"]
 
@@ -102,6 +103,7 @@ def read_usd_mesh(p: Path):
             keep = ~np.isin(face, np.asarray(holes, dtype=np.int64))
             ctri, face = ctri[keep], face[keep]
         flip = mesh.GetOrientationAttr().Get(time) == UsdGeom.Tokens.leftHanded
+        check_finite(v, where)
         m = np.asarray(cache.GetLocalToWorldTransform(prim), dtype=np.float64)  # row-vector convention
         v = v @ m[:3, :3] + m[3, :3]
         if np.linalg.det(m[:3, :3]) < 0:
