@@ -5,8 +5,10 @@ Files written to the output folder (each atomically, by clothsim.io / clothsim.e
 * ``{garment}.obj`` / ``{garment}.glb`` / ``{garment}.usda``: the draped garment (last frame; the
   GLB with the avatar as a second node; the USD animated, one time sample per cached frame, with the
   avatar), for the formats the scene's ``[output] formats`` lists;
-* ``frames.npz`` (or the exchange FrameCache): every ``cache_every``-th frame's positions, the
-  triangles, UVs, garment offsets, the scene file's text and the settings;
+* ``cache/``: the frame cache (:class:`clothsim.exchange.FrameCache`, positions quantised to 0.05 mm)
+  of every ``cache_every``-th frame, with the triangles, garment offsets, the scene file's text and
+  the settings as its metadata; ``frames.npz``: the same frames as float32 (what ``clothsim render``
+  reads): ``positions`` (F, N, 3), ``frame`` (F,), ``triangles``, ``garment_offsets``, ``scene_toml``;
 * ``report.json``: the checks (worst penetration, largest seam gap, kinetic energy, residual,
   intersections, settled or not and why), timings, counts, versions.
 """
@@ -87,9 +89,11 @@ def run_scene(scene: Scene, out: str | Path | None = None, *, level=None, progre
     t0 = time.perf_counter()
     stack = np.stack(frames).astype(np.float32)
     av_stack = np.stack(avatar_frames).astype(np.float32)
+    if np.array_equal(av_stack.min(axis=0), av_stack.max(axis=0)):
+        av_stack = av_stack[:1]  # a body that never moved is written once (static in the USD)
     files: dict[str, str] = {}
     fps = 1.0 / scene.simulation.dt
-    from ..exchange import export_glb, export_obj
+    from ..exchange.export import export_glb, export_obj
     from ..exchange.usd import export_usd
 
     for i, g in enumerate(garments):
@@ -103,11 +107,26 @@ def run_scene(scene: Scene, out: str | Path | None = None, *, level=None, progre
         if "usd" in scene.output.formats:
             files[f"{g.name}.usda"] = str(export_usd(out / f"{fname}.usda", stack[:, sl], tris[i], fps=fps / every,
                                                      uv=g.uv, name=_usd_name(fname), avatar=(av_stack, body_t)))
-    cache_path = out / "frames.npz"
     all_tris = np.concatenate([t + offsets[i] for i, t in enumerate(tris)]).astype(np.int32)
+    scene_text = scene.path.read_text(encoding="utf-8")
+    # the frame cache (compact, crash-safe; clothsim.exchange.FrameCache), keyed by the scene and settings
+    from ..exchange.framecache import FrameCache
+
+    meta = {"scene_file": str(scene.path), "scene_toml": scene_text, "level": str(level),
+            "settings": {k: v for k, v in dataclasses.asdict(scene.simulation).items() if k != "checks"},
+            "frames": frame_ids, "garment_offsets": [int(o) for o in offsets],
+            "garments": [g.name for g in garments]}
+    topo = {"triangles": all_tris, "garment_offsets": np.asarray(offsets, dtype=np.int64),
+            "vertex_count": int(offsets[-1])}
+    with FrameCache(out / "cache", "w", topology=topo, metadata=meta, fps=fps / every) as cache:
+        for f in stack:
+            cache.append(f)
+    files["cache"] = str(out / "cache")
+    # the same frames as one npz (float32, exact), which `clothsim render` reads
+    cache_path = out / "frames.npz"
     write_npz(cache_path, positions=stack, frame=np.asarray(frame_ids, dtype=np.int32), triangles=all_tris,
               garment_offsets=np.asarray(offsets, dtype=np.int64), dt=np.float64(scene.simulation.dt),
-              scene_toml=np.asarray(scene.path.read_text(encoding="utf-8")))
+              scene_toml=np.asarray(scene_text))
     files["frames"] = str(cache_path)
     export_s = time.perf_counter() - t0
 

@@ -36,7 +36,7 @@ MAX_JOINTS = 512
 MAX_MESH_VERTICES = 2_000_000  # per garment / avatar mesh (float32 state ~ 100 MB per 2M vertices)
 MAX_SIZE_M = 10.0  # a body or garment larger than 10 m is a unit mistake (mm or cm read as m)
 
-MEASUREMENTS = ("height", "chest", "waist", "hips", "inseam", "arm_length")  # default mannequin's, metres
+MEASUREMENTS = ("height", "chest", "waist", "hips", "inseam", "arm_length", "shoulder_width", "neck", "thigh")  # metres
 VIEWS = ("front", "back", "left", "right", "three_quarter")
 OUTPUT_FORMATS = ("obj", "glb", "usd")
 
@@ -82,7 +82,7 @@ class GarmentSpec:
     """
 
     name: str
-    fabric: Fabric
+    fabric: Fabric | None = None  # None: the pattern's own fabric (cotton for a mesh)
     pattern: Path | None = None
     mesh: Path | None = None
     level: int | None = None
@@ -392,8 +392,10 @@ def _read_avatar(t: _Table, base: Path) -> AvatarSpec:
     return AvatarSpec(kind=kind, measurements=meas)
 
 
-def _read_fabric(t: _Table, k: str) -> Fabric:
-    v = t.raw(k, "cotton")
+def _read_fabric(t: _Table, k: str) -> Fabric | None:
+    if not t.has(k):
+        return None  # the pattern's fabric (cotton for a mesh)
+    v = t.raw(k)
     names = preset_names()
     if isinstance(v, str):
         if v not in names:

@@ -58,7 +58,7 @@ def _make_avatar(scene: Scene):
 
 
 def _body_mesh_file(scene: Scene):
-    from ..exchange import import_mesh
+    from ..exchange.meshio import import_mesh
 
     key = f"{scene.path}: avatar.file"
     try:
@@ -74,6 +74,15 @@ def check_avatar(scene: Scene) -> dict:
     if scene.avatar.kind is AvatarKind.FILE:
         _body_mesh_file(scene)
         return {"joints": None}
+    where = f"{scene.path}: avatar.measurements"
+    if scene.avatar.kind is AvatarKind.MANNEQUIN:
+        from ..avatar import JOINT_NAMES, Measurements
+
+        try:  # cheap: the body itself is built by Drape
+            Measurements(**scene.avatar.measurements)
+        except InputError as e:
+            raise InputError(f"{where}: {e}") from None
+        return {"joints": list(JOINT_NAMES)}
     av = _make_avatar(scene)
     return {"joints": list(av.joint_names)}
 
@@ -143,34 +152,35 @@ class BuiltGarment:
 
 
 def check_garment_mesh(g: GarmentSpec) -> dict:
-    from ..exchange import import_mesh
+    from ..exchange.meshio import import_mesh
 
     m = import_mesh(g.mesh)
     return check_mesh(m.vertices, m.triangles, where=str(g.mesh), closed=False)
 
 
 def check_pattern(g: GarmentSpec) -> dict:
-    """Parse the pattern file (the garments module validates panels and seam lengths)."""
+    """Parse and validate the pattern file (clothsim.garments checks panels, placements and that every
+    seam joins edges of equal length within its tolerance)."""
     from ..garments import load_pattern
 
-    pattern = load_pattern(g.pattern)
-    return {"pattern": pattern}
+    return {"pattern": load_pattern(g.pattern)}
 
 
-def _level_index(levels: list[float], spec: GarmentSpec, level, where: str) -> int:
+DEFAULT_LEVELS = (0.04, 0.02, 0.01, 0.005)  # edge lengths [m] of a pattern's resolution hierarchy, coarse first
+
+
+def _level_index(levels, spec: GarmentSpec, level, where: str) -> int:
     """Index into ``levels`` (edge lengths [m], coarsest first) for a CLI/scene level request."""
     n = len(levels)
     if level is None:
         if spec.edge_length is not None:
             return int(np.argmin([abs(math.log(e / spec.edge_length)) for e in levels]))
         level = spec.level if spec.level is not None else 0
-    if level in ("coarsest",):
+    if level == "coarsest":
         return 0
-    if level in ("finest",):
+    if level == "finest" or level == -1:
         return n - 1
     level = int(level)
-    if level == -1:
-        return n - 1
     if not (0 <= level < n):
         raise InputError(f"{where}: level {level} does not exist; the garment has levels 0..{n - 1} "
                          f"(edge lengths {', '.join(f'{1e3 * e:g} mm' for e in levels)})")
@@ -178,21 +188,25 @@ def _level_index(levels: list[float], spec: GarmentSpec, level, where: str) -> i
 
 
 def build_garment(scene: Scene, g: GarmentSpec, level, body: Body) -> BuiltGarment:
+    """The garment's Cloth: a pattern triangulated at the chosen level (seams and pins from the pattern),
+    or a mesh file (rest shape: its UV layout if it has UVs, else its shape), moved by ``offset``."""
     where = f"{scene.path}: garments.{g.name}"
     if g.mesh is not None:
-        from ..exchange import import_cloth, import_mesh
+        from ..exchange.meshio import import_cloth, import_mesh
 
         m = import_mesh(g.mesh)
         rest = "uv" if m.corner_uv is not None else "shape"
-        cloth = import_cloth(g.mesh, rest=rest, fabric=g.fabric, name=g.name)
+        cloth = import_cloth(g.mesh, rest=rest, fabric=g.fabric or "cotton", name=g.name)
         cloth.vertices = cloth.vertices + np.asarray(g.offset)
-        uv = cloth.rest_uv
-        return BuiltGarment(name=g.name, cloth=cloth, level=0, edge_length=None, uv=uv)
-    from ..garments import build_pattern_cloth, load_pattern
+        return BuiltGarment(name=g.name, cloth=cloth, level=0, edge_length=None, uv=cloth.rest_uv)
+    from ..garments import load_pattern
 
     pattern = load_pattern(g.pattern)
-    levels = list(pattern.edge_lengths)
+    levels = DEFAULT_LEVELS
     k = _level_index(levels, g, level, where)
-    cloth = build_pattern_cloth(pattern, edge_length=levels[k], fabric=g.fabric, name=g.name, avatar=body.avatar)
+    mesh = pattern.mesh(levels[k])
+    cloth = mesh.to_cloth(g.fabric, pin=True, name=g.name)
     cloth.vertices = cloth.vertices + np.asarray(g.offset)
-    return BuiltGarment(name=g.name, cloth=cloth, level=k, edge_length=levels[k], uv=cloth.rest_uv)
+    if len(cloth.pins):
+        cloth.pin_targets = cloth.pin_targets + np.asarray(g.offset)
+    return BuiltGarment(name=g.name, cloth=cloth, level=k, edge_length=levels[k], uv=mesh.rest_uv)
