@@ -149,7 +149,6 @@ class FrameCache:
         self.mode = mode
         self._level = int(compress_level)
         self._records: list[tuple[int, int, int]] = []  # (chunk, offset, record length) per frame
-        self._readers: dict[int, object] = {}
         self._writer = None
         self._writer_chunk = -1
         self.damage: str | None = None
@@ -382,7 +381,6 @@ class FrameCache:
         self._writer.write(rec)
         self._writer.flush()
         self._records.append((c, off, len(rec)))
-        self._readers.pop(c, None)  # a reader of this chunk may have cached an old length
         if slot == self.frames_per_chunk - 1:
             self._seal()
         return k
@@ -410,9 +408,13 @@ class FrameCache:
         """Seal the open chunk (modes "w"/"a") and close every file. Idempotent."""
         if self._writer is not None:
             self._seal()
-        for fh in self._readers.values():
-            fh.close()
-        self._readers.clear()
+
+    def __del__(self) -> None:
+        # not closed: close the chunk file; what was written and flushed stays readable (the next
+        # open finds every complete record); the index's sealed count is not updated
+        w = getattr(self, "_writer", None)
+        if w is not None:
+            w.close()
 
     def __enter__(self) -> "FrameCache":
         return self
@@ -425,11 +427,9 @@ class FrameCache:
         c, off, length = self._records[k]
         if self._writer is not None and self._writer_chunk == c:
             self._writer.flush()
-        fh = self._readers.get(c)
-        if fh is None:
-            fh = self._readers[c] = open(self.path / _chunk_name(c), "rb")
-        fh.seek(off)
-        data = fh.read(length)
+        with open(self.path / _chunk_name(c), "rb") as fh:
+            fh.seek(off)
+            data = fh.read(length)
         problem = self._check_record(data, 0, k, self.vertex_count)
         if problem:
             raise InputError(f"FrameCache {self.path}: {_chunk_name(c)}: {problem} (changed since it was opened?)")
