@@ -280,3 +280,45 @@ def test_bad_input_errors_name_the_file(tmp_path, garment):
         import_cloth(export_obj(tmp_path / "nouv.obj", verts, tris), rest="uv")
     with pytest.raises(InputError, match="rest must be 'shape' or 'uv'"):
         import_cloth(tmp_path / "nouv.obj", rest="pattern")
+
+
+def test_usd_instances_inherit_transform_and_inactive_prims_skipped(tmp_path):
+    """An instanceable Xform inheriting a class mesh is imported through its instance proxy with the
+    instance's translation; the class itself and an inactive prim's mesh are not."""
+    tri = """
+        int[] faceVertexCounts = [3]
+        int[] faceVertexIndices = [0, 1, 2]
+        point3f[] points = [(0, 0, 0), (1, 0, 0), (0, 1, 0)]"""
+    p = _write(tmp_path / "instanced.usda", f"""#usda 1.0
+(
+    metersPerUnit = 1
+    upAxis = "Y"
+)
+class "Proto"
+{{
+    def Mesh "Tri"
+    {{{tri}
+    }}
+}}
+def Xform "A" (instanceable = true
+    inherits = </Proto>)
+{{
+    double3 xformOp:translate = (5, 0, 0)
+    uniform token[] xformOpOrder = ["xformOp:translate"]
+}}
+def Xform "B" (active = false)
+{{
+    def Mesh "Hidden"
+    {{{tri}
+    }}
+}}
+""")
+    m = import_mesh(p)
+    np.testing.assert_array_equal(m.vertices, [[5, 0, 0], [6, 0, 0], [5, 1, 0]])
+
+
+def test_unreferenced_vertices_are_dropped(tmp_path):
+    p = _write(tmp_path / "stray.obj", "v 9 9 9\nv 0 0 0\nv 1 0 0\nv 0 1 0\nf 2 3 4\n")
+    m = import_mesh(p)
+    np.testing.assert_array_equal(m.vertices, [[0, 0, 0], [1, 0, 0], [0, 1, 0]])
+    np.testing.assert_array_equal(m.triangles, [[0, 1, 2]])

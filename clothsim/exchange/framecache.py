@@ -187,8 +187,10 @@ class FrameCache:
             entries = list(self.path.iterdir())
             if entries and not (self.path / _INDEX).is_file():
                 raise InputError(f"{where}: the folder is not empty and holds no frame cache; refusing to overwrite it")
+            if (self.path / _INDEX).exists():
+                (self.path / _INDEX).unlink()  # first: a crash from here on leaves no half-old cache
             for e in entries:  # only our own files
-                if e.name in (_INDEX, _TOPOLOGY) or (e.name.startswith("chunk_") and e.name.endswith(".csf")):
+                if e.name == _TOPOLOGY or (e.name.startswith("chunk_") and e.name.endswith(".csf")):
                     e.unlink()
         self.path.mkdir(parents=True, exist_ok=True)
         topo["triangles"] = tris.astype(np.int32 if n < 2**31 else np.int64)

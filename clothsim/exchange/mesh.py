@@ -20,13 +20,14 @@ or more UVs. ImportedMesh keeps both:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
 from ..errors import InputError
 
-__all__ = ["ImportedMesh", "UVSplit", "UNITS", "check_finite", "meters_per_unit", "to_y_up", "validate_mesh", "weld_by_position"]
+__all__ = ["ImportedMesh", "UVSplit", "UNITS", "check_finite", "drop_unreferenced", "meters_per_unit", "to_y_up", "validate_mesh", "weld_by_position"]
 
 #: metres per unit for the unit names import_mesh accepts
 UNITS = {"m": 1.0, "meters": 1.0, "metres": 1.0, "cm": 0.01, "centimeters": 0.01, "centimetres": 0.01,
@@ -56,8 +57,8 @@ class UVSplit:
     def from_corner_uv(cls, triangles: np.ndarray, corner_uv: np.ndarray) -> "UVSplit":
         """Split the welded ``triangles`` (M, 3) wherever ``corner_uv`` (M, 3, 2) differs at a vertex.
 
-        Render vertices are numbered in order of first appearance, so a seamless layout keeps the
-        welded numbering (``split_to_weld`` is then ``arange(N)`` for a mesh whose vertices appear in order).
+        Render vertices are sorted by welded vertex (copies of one vertex in order of first
+        appearance), so a seamless layout keeps the welded numbering: ``split_to_weld == arange(N)``.
         """
         t = np.asarray(triangles, dtype=np.int64).reshape(-1)
         uv = np.asarray(corner_uv, dtype=np.float64).reshape(-1, 2)
@@ -92,7 +93,6 @@ class ImportedMesh:
     source: str = ""
     source_units: float = 1.0
     source_up: str = "Y"
-    _split: list = field(default_factory=list, repr=False, compare=False)  # memo for uv_split()
 
     @property
     def vertex_count(self) -> int:
@@ -104,11 +104,13 @@ class ImportedMesh:
 
     def uv_split(self) -> UVSplit | None:
         """The render (split-at-UV-seams) mesh, or None without UVs. Computed once."""
+        return self._uv_split
+
+    @cached_property
+    def _uv_split(self) -> UVSplit | None:
         if self.corner_uv is None:
             return None
-        if not self._split:
-            self._split.append(UVSplit.from_corner_uv(self.triangles, self.corner_uv))
-        return self._split[0]
+        return UVSplit.from_corner_uv(self.triangles, self.corner_uv)
 
     @property
     def has_uv_seams(self) -> bool:
@@ -210,6 +212,16 @@ def check_finite(v: np.ndarray, where: str, offset: int = 0) -> None:
         i, k = (int(a) for a in np.argwhere(bad)[0])
         raise InputError(f"{where}: vertex {i + offset} has a non-finite coordinate {'xyz'[k]} = {v[i, k]}; "
                          "expected finite numbers")
+
+
+def drop_unreferenced(vertices: np.ndarray, triangles: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Remove vertices no triangle uses (stray points cannot be simulated); keeps the order."""
+    used = np.zeros(len(vertices), dtype=bool)
+    used[triangles.ravel()] = True
+    if used.all():
+        return vertices, triangles
+    new = np.cumsum(used) - 1
+    return vertices[used], new[triangles]
 
 
 def validate_mesh(vertices: np.ndarray, triangles: np.ndarray, corner_uv: np.ndarray | None, where: str) -> None:

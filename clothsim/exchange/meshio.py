@@ -8,7 +8,9 @@ mesh's world (scene-graph) transform applied and UVs kept per triangle corner. U
 * USD declares both on the stage (``metersPerUnit``, ``upAxis``); ``units``/``up`` override them.
 
 OBJ and glTF loaders split vertices wherever a UV (or normal) changes; the importer welds them back
-by exact position so the physics mesh is connected across UV seams (see mesh.py for the UV side).
+by exact (bit-identical) position so the physics mesh is connected across UV seams (see mesh.py for
+the UV side). Vertices no triangle uses are dropped. Skinned USD meshes come in at their rest points
+(UsdSkel is not evaluated); glTF reads TEXCOORD_0 only.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import InputError
-from .mesh import ImportedMesh, check_finite, meters_per_unit, normalize_up, to_y_up, validate_mesh, weld_by_position
+from .mesh import ImportedMesh, check_finite, drop_unreferenced, meters_per_unit, normalize_up, to_y_up, validate_mesh, weld_by_position
 
 __all__ = ["SUPPORTED_EXTENSIONS", "import_mesh", "import_cloth"]
 
@@ -63,6 +65,7 @@ def import_mesh(path: str | os.PathLike, *, units=None, up=None) -> ImportedMesh
     up_axis = file_up if up is None else normalize_up(up, str(p))
     verts = to_y_up(np.asarray(verts, dtype=np.float64) * mpu, up_axis)
     validate_mesh(verts, tris, corner_uv, str(p))
+    verts, tris = drop_unreferenced(verts, tris)
     return ImportedMesh(vertices=verts, triangles=tris, corner_uv=corner_uv, name=name, source=str(p),
                         source_units=mpu, source_up=up_axis)
 

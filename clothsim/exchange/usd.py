@@ -75,7 +75,7 @@ def read_usd_mesh(p: Path):
     cache = UsdGeom.XformCache(time)
     verts, tris, uvs, names = [], [], [], []
     offset = 0
-    for prim in stage.Traverse():
+    for prim in Usd.PrimRange.Stage(stage, Usd.TraverseInstanceProxies()):
         if not prim.IsA(UsdGeom.Mesh):
             continue
         where = f"{p} (prim {prim.GetPath()})"
@@ -167,18 +167,37 @@ def _corner_values(pv, time, ctri, face, indices, n_points, n_faces, where):
     return np.broadcast_to(a[0], (len(ctri), 3, 2)).copy()
 
 
-def _frames_array(frames, where: str) -> np.ndarray:
-    if hasattr(frames, "read_all"):  # a FrameCache
-        frames = frames.read_all()
-    f = np.asarray(frames, dtype=np.float64)
-    if f.ndim == 2:
-        f = f[None]
-    if f.ndim != 3 or f.shape[2] != 3 or len(f) == 0:
-        raise InputError(f"{where}: frames must have shape (F, N, 3) or (N, 3) with F > 0, got {f.shape}")
-    if not np.all(np.isfinite(f)):
-        k = int(np.argwhere(~np.isfinite(f))[0][0])
-        raise InputError(f"{where}: frame {k} has non-finite positions")
-    return f
+class _Frames:
+    """Frames to write: a (F, N, 3) array or a FrameCache (read one frame at a time)."""
+
+    def __init__(self, frames, where: str):
+        self.where = where
+        if hasattr(frames, "frame") and hasattr(frames, "vertex_count"):  # a FrameCache: stream it
+            self.cache, self.array = frames, None
+            self.count = len(frames)
+            if self.count == 0:
+                raise InputError(f"{where}: the frame cache {frames.path} holds no frames")
+            self.first = frames.frame(0)
+            return
+        f = np.asarray(frames, dtype=np.float64)
+        if f.ndim == 2:
+            f = f[None]
+        if f.ndim != 3 or f.shape[2] != 3 or len(f) == 0:
+            raise InputError(f"{where}: frames must have shape (F, N, 3) or (N, 3) with F > 0, got {f.shape}")
+        if not np.all(np.isfinite(f)):
+            k = int(np.argwhere(~np.isfinite(f))[0][0])
+            raise InputError(f"{where}: frame {k} has non-finite positions")
+        self.cache, self.array, self.count, self.first = None, f, len(f), f[0]
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __iter__(self):
+        if self.array is not None:
+            yield from self.array
+        else:
+            for k in range(self.count):
+                yield self.cache.frame(k)
 
 
 def _write_mesh_prim(stage, prim_path, frames, t, split, normals, start):
@@ -240,13 +259,13 @@ def export_usd(path: str | os.PathLike, frames, triangles, *, fps: float = 24.0,
         raise InputError(f"{path}: fps must be a positive number, got {fps!r}")
     if not Sdf.Path.IsValidIdentifier(name):
         raise InputError(f"{path}: prim name {name!r} is not a valid USD identifier")
-    f = _frames_array(frames, str(path))
-    _, t = _mesh(f[0], triangles, str(path))
-    split = uv_layout(uv, t, f.shape[1], str(path))
+    f = _Frames(frames, str(path))
+    _, t = _mesh(f.first, triangles, str(path))
+    split = uv_layout(uv, t, len(f.first), str(path))
     av_frames = av_t = None
     if avatar is not None:
-        av_frames = _frames_array(avatar[0], f"{path} (avatar)")
-        _, av_t = _mesh(av_frames[0], avatar[1], f"{path} (avatar)")
+        av_frames = _Frames(avatar[0], f"{path} (avatar)")
+        _, av_t = _mesh(av_frames.first, avatar[1], f"{path} (avatar)")
         if len(av_frames) not in (1, len(f)):
             raise InputError(f"{path}: the avatar has {len(av_frames)} frames; expected 1 (static) or {len(f)}")
 
