@@ -171,6 +171,12 @@ class Renderer:
         if self._released:
             return
         self._released = True
+        with self.ctx:
+            self._release_objects()
+        if self._owns_ctx:
+            self.ctx.release()
+
+    def _release_objects(self) -> None:
         if self._interop is not None:
             self._interop.release()
             self._interop = None
@@ -186,8 +192,6 @@ class Renderer:
         self._targets.clear()
         self._sheen_lut.release()
         self.programs.release()
-        if self._owns_ctx:
-            self.ctx.release()
 
     def _check_alive(self) -> None:
         if self._released:
@@ -294,7 +298,7 @@ class Renderer:
         return gm
 
     def _vao(self, gm: _GpuMesh, program, with_uv: bool, depth_only: bool):
-        key = id(program)
+        key = (id(program), with_uv)
         vao = gm.vaos.get(key)
         if vao is None:
             content = [(gm.vbo_pos, "3f", "in_position")]
@@ -325,7 +329,8 @@ class Renderer:
             raise KeyError(f"no GL buffers for mesh {key!r} yet: draw it once with render() first")
         if self._interop is None:
             self._interop = WarpGLInterop()
-        self._interop.copy_positions(gm, key, positions)
+        with self.ctx:
+            self._interop.copy_positions(gm, key, positions)
         gm.vertices_ref = "warp"  # the CPU copy is stale now; render() keeps the GL data
 
     # ------------------------------------------------------------------ frame
@@ -347,9 +352,15 @@ class Renderer:
 
         ``overrides`` are RenderSettings fields (e.g. ``width=256, transparent=True``).
         Meshes are keyed by name: one with the same name as last frame reuses its GL buffers
-        and only re-uploads arrays that are new objects.
+        and only re-uploads arrays that are new objects. The Renderer's context is made current
+        for the call (another library's context may have been made current in between).
         """
         self._check_alive()
+        with self.ctx:
+            return self._render(meshes, camera, settings, **overrides)
+
+    def _render(self, meshes: Sequence[MeshItem], camera: Camera, settings: RenderSettings | None = None,
+                **overrides) -> np.ndarray:
         s = settings or RenderSettings()
         if overrides:
             s = RenderSettings(**{**s.__dict__, **overrides})
@@ -444,6 +455,7 @@ class Renderer:
             if mat.base_texture is not None or mat.normal_map is not None:
                 if not uv_ok:
                     raise cs.InputError(f"mesh {item.name!r}: material {mat.name!r} has textures but the mesh has no uvs")
+            uv_ok = uv_ok and (mat.base_texture is not None or mat.normal_map is not None)
             defines["HAS_UV"] = uv_ok
             defines["HAS_BASE_TEXTURE"] = mat.base_texture is not None
             defines["HAS_NORMAL_MAP"] = mat.normal_map is not None
@@ -527,8 +539,12 @@ class Renderer:
     def render_depth(self, meshes: Sequence[MeshItem], camera: Camera, width: int, height: int,
                      near: float | None = None, far: float | None = None) -> np.ndarray:
         """Linear depth along the view axis [m], (H, W) float32, 0 where nothing was drawn
-        (pyrender's convention). Hidden materials are drawn too."""
+        (pyrender's convention). Hidden materials are drawn too. Single-sampled at pixel centres."""
         self._check_alive()
+        with self.ctx:
+            return self._render_depth(meshes, camera, width, height, near, far)
+
+    def _render_depth(self, meshes, camera, width, height, near, far) -> np.ndarray:
         RenderSettings(width=width, height=height)  # validates the size
         meshes = list(meshes)
         gms = [self._gpu_mesh(f"{i}:{m.name}", m) for i, m in enumerate(meshes)]
@@ -545,7 +561,7 @@ class Renderer:
         self.ctx.enable(self.ctx.DEPTH_TEST)
         self.ctx.disable(self.ctx.CULL_FACE)
         self._draw_depth(meshes, gms, vp)
-        d = np.frombuffer(objs[0].read(attachment=-1, dtype="f4"), dtype=np.float32).reshape(height, width)[::-1]
+        d = np.frombuffer(objs[0].read(components=1, attachment=-1, dtype="f4"), dtype=np.float32).reshape(height, width)[::-1]
         z_ndc = 2.0 * d.astype(np.float64) - 1.0
         z = 2.0 * far * near / (far + near - z_ndc * (far - near))
         return np.where(d < 1.0, z, 0.0).astype(np.float32)

@@ -1,0 +1,73 @@
+"""GPU path: draped positions go from a Warp array on CUDA straight into the GL vertex buffer.
+
+The GL buffers of a mesh are registered with CUDA once (``wp.RegisteredGLBuffer``); each frame
+maps them, copies the positions device-to-device, recomputes vertex normals with the kernels
+below, and unmaps: no host round trip. Needs the NVIDIA EGL driver and the GL context created
+before Warp maps (see shared DEVICE.md); on CPU the Renderer uploads numpy arrays instead.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import warp as wp
+
+
+@wp.kernel
+def accumulate_face_normals(x: wp.array(dtype=wp.vec3), tris: wp.array(dtype=wp.int32, ndim=2),
+                            n: wp.array(dtype=wp.vec3)):
+    """n[v] += area-weighted face normal (|cross| = 2 area) for each triangle's vertices."""
+    f = wp.tid()
+    a, b, c = tris[f, 0], tris[f, 1], tris[f, 2]
+    fn = wp.cross(x[b] - x[a], x[c] - x[a])
+    wp.atomic_add(n, a, fn)
+    wp.atomic_add(n, b, fn)
+    wp.atomic_add(n, c, fn)
+
+
+@wp.kernel
+def normalize_normals(n: wp.array(dtype=wp.vec3)):
+    i = wp.tid()
+    v = n[i]
+    length = wp.length(v)
+    if length > 0.0:
+        n[i] = v / length
+
+
+class WarpGLInterop:
+    """CUDA registrations of a Renderer's vertex buffers; owned and released by the Renderer."""
+
+    def __init__(self) -> None:
+        self._entries: dict[str, tuple] = {}
+
+    def copy_positions(self, gm, key: str, positions) -> None:
+        if not isinstance(positions, wp.array) or not positions.device.is_cuda:
+            raise TypeError("upload_positions_warp needs a wp.array on a CUDA device; on CPU pass numpy to render()")
+        n = gm.vertex_count
+        if positions.shape[0] != n:
+            raise ValueError(f"mesh {key!r} has {n} vertices, the Warp array {positions.shape[0]}")
+        device = positions.device
+        entry = self._entries.get(key)
+        if entry is None or entry[0] != (gm.vbo_pos.glo, gm.vbo_nrm.glo, id(gm.triangles_ref)):
+            flags = wp.RegisteredGLBuffer.WRITE_DISCARD
+            reg_pos = wp.RegisteredGLBuffer(gm.vbo_pos.glo, device=device, flags=flags)
+            reg_nrm = wp.RegisteredGLBuffer(gm.vbo_nrm.glo, device=device, flags=flags)
+            tris = wp.array(np.asarray(gm.triangles_ref, dtype=np.int32), dtype=wp.int32, device=device)
+            entry = ((gm.vbo_pos.glo, gm.vbo_nrm.glo, id(gm.triangles_ref)), reg_pos, reg_nrm, tris)
+            self._entries[key] = entry
+        _, reg_pos, reg_nrm, tris = entry
+        src = positions if positions.dtype == wp.vec3 else positions.view(wp.vec3) if positions.ndim == 1 else \
+            wp.array(ptr=positions.ptr, dtype=wp.vec3, shape=(n,), device=device)
+        x = reg_pos.map(dtype=wp.vec3, shape=(n,))
+        nrm = reg_nrm.map(dtype=wp.vec3, shape=(n,))
+        try:
+            wp.copy(x, src)
+            nrm.zero_()
+            wp.launch(accumulate_face_normals, dim=tris.shape[0], inputs=[x, tris], outputs=[nrm], device=device)
+            wp.launch(normalize_normals, dim=n, inputs=[nrm], device=device)
+        finally:
+            reg_nrm.unmap()
+            reg_pos.unmap()
+
+    def release(self) -> None:
+        """Drop the registrations (Warp unregisters them) while the GL context is still alive."""
+        self._entries.clear()
