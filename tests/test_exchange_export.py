@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from clothsim.errors import InputError
-from clothsim.exchange import FrameCache, export_frames, export_glb, export_obj, export_usd, import_cloth, import_mesh
+from clothsim.exchange import FrameCache, UVSplit, export_frames, export_glb, export_obj, export_usd, import_cloth, import_mesh
 from clothsim.io import vertex_normals
 
 from test_exchange_import import tube
@@ -94,8 +94,8 @@ def test_glb_has_normals_uvs_and_avatar_node(tmp_path):
     import trimesh
 
     verts, tris, cuv = tube()
-    p = export_glb(tmp_path / "last.glb", verts, tris, uv=cuv,
-                   avatar=(np.eye(3), np.array([[0, 1, 2]])))
+    x = wave_frames(verts, 3)[-1]
+    p = export_glb(tmp_path / "last.glb", x, tris, uv=cuv, avatar=(np.eye(3), np.array([[0, 1, 2]])))
     data = p.read_bytes()
     n = struct.unpack("<I", data[12:16])[0]
     gltf = json.loads(data[20:20 + n])
@@ -104,9 +104,23 @@ def test_glb_has_normals_uvs_and_avatar_node(tmp_path):
     assert sorted(nd["name"] for nd in gltf["nodes"] if "mesh" in nd) == ["avatar", "garment"]
     scene = trimesh.load_scene(str(p), process=False)
     g = scene.geometry["garment"]
-    # the glTF mesh is split at the UV seam: 5 more vertices than the welded tube, normals unit length
+    # the glTF mesh is split at the UV seam: 5 more vertices than the welded tube; the stored normals
+    # are the welded mesh's (so the seam is not shaded as a crease), float32 -> 1e-6
+    split = UVSplit.from_corner_uv(tris, cuv)  # the split export_glb writes
     assert len(g.vertices) == len(verts) + 5
-    np.testing.assert_allclose(np.linalg.norm(g.vertex_normals, axis=1), 1.0, atol=1e-6)
+    normals = np.asarray(gltf_accessor(data, gltf, gltf["meshes"][0]["primitives"][0]["attributes"]["NORMAL"]))
+    np.testing.assert_allclose(normals, vertex_normals(x, tris)[split.split_to_weld], atol=1e-6)
+
+
+def gltf_accessor(glb: bytes, gltf: dict, index: int) -> np.ndarray:
+    """Read a float VEC3 accessor straight from the GLB binary chunk (independent of trimesh)."""
+    acc = gltf["accessors"][index]
+    view = gltf["bufferViews"][acc["bufferView"]]
+    json_len = struct.unpack("<I", glb[12:16])[0]
+    bin_start = 20 + json_len + 8
+    start = bin_start + view.get("byteOffset", 0) + acc.get("byteOffset", 0)
+    assert acc["componentType"] == 5126 and acc["type"] == "VEC3"  # float32 xyz
+    return np.frombuffer(glb[start:start + 12 * acc["count"]], dtype="<f4").reshape(-1, 3)
 
 
 def test_export_frames_sequence(tmp_path):
@@ -179,3 +193,26 @@ def test_import_simulate_cache_export_end_to_end(tmp_path, device):
     for k in range(4):
         assert np.abs(np.asarray(pts.Get(k)) - truth[k]).max() <= bound
     assert math.isclose(stage.GetTimeCodesPerSecond(), 60.0)
+
+
+@pytest.mark.parametrize("ext", ["glb", "usda"])
+def test_select_garment_or_avatar_from_one_file(tmp_path, ext):
+    verts, tris, cuv = tube(8, 3)
+    av_v = np.array([[0.0, 0.0, 0.0], [0.2, 0.0, 0.0], [0.0, 0.2, 0.0], [0.0, 0.0, 0.2]])
+    av_t = np.array([[0, 2, 1], [0, 1, 3], [0, 3, 2], [1, 2, 3]])
+    if ext == "glb":
+        p = export_glb(tmp_path / "both.glb", verts, tris, uv=cuv, avatar=(av_v, av_t))
+        garment, avatar = "garment", "avatar"
+    else:
+        p = export_usd(tmp_path / "both.usda", verts, tris, uv=cuv, avatar=(av_v, av_t))
+        garment, avatar = "/Root/Garment", "Avatar"
+    both = import_mesh(p)
+    assert both.vertex_count == len(verts) + len(av_v)
+    g = import_mesh(p, select=garment)
+    np.testing.assert_allclose(g.vertices, verts, atol=F32_TOL)
+    np.testing.assert_array_equal(g.triangles, tris)
+    a = import_mesh(p, select=avatar)
+    np.testing.assert_allclose(a.vertices, av_v, atol=F32_TOL)
+    np.testing.assert_array_equal(a.triangles, av_t)
+    with pytest.raises(InputError, match="no mesh .*named 'shirt'"):
+        import_mesh(p, select="shirt")

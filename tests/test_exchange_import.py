@@ -322,3 +322,23 @@ def test_unreferenced_vertices_are_dropped(tmp_path):
     m = import_mesh(p)
     np.testing.assert_array_equal(m.vertices, [[0, 0, 0], [1, 0, 0], [0, 1, 0]])
     np.testing.assert_array_equal(m.triangles, [[0, 1, 2]])
+
+
+def test_weld_scope_obj_file_vs_gltf_mesh(tmp_path):
+    """Two triangles sharing an edge, as two objects: OBJ shares one vertex list, so the coincident
+    corners weld (4 vertices); in glTF they are two meshes (say garment and avatar) and stay apart (6)."""
+    import trimesh
+
+    a = np.array([[0.0, 0, 0], [1, 0, 0], [0, 1, 0]])
+    b = np.array([[1.0, 0, 0], [1, 1, 0], [0, 1, 0]])
+    scene = trimesh.Scene()
+    scene.add_geometry(trimesh.Trimesh(a, [[0, 1, 2]], process=False), node_name="garment")
+    scene.add_geometry(trimesh.Trimesh(b, [[0, 1, 2]], process=False), node_name="avatar")
+    glb = tmp_path / "two.glb"
+    glb.write_bytes(trimesh.exchange.gltf.export_glb(scene))
+    assert import_mesh(glb).vertex_count == 6
+    obj = _write(tmp_path / "two.obj", "o a\nv 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\no b\nv 1 0 0\nv 1 1 0\nv 0 1 0\nf 4 5 6\n")
+    m = import_mesh(obj)
+    assert m.vertex_count == 4 and m.triangle_count == 2
+    x = m.vertices[m.triangles]
+    assert np.all(np.cross(x[:, 1] - x[:, 0], x[:, 2] - x[:, 0])[:, 2] > 0)  # winding kept

@@ -34,7 +34,8 @@ def uv_layout(uv, triangles: np.ndarray, vertex_count: int, where: str = "uv") -
     if isinstance(uv, UVSplit):
         if uv.triangles.shape != t.shape or (uv.split_to_weld.size and uv.split_to_weld.max() >= vertex_count):
             raise InputError(f"{where}: the UV split does not belong to this mesh "
-                             f"({uv.triangles.shape} triangles, vertices up to {int(uv.split_to_weld.max(initial=-1))})")
+                             f"({uv.triangles.shape} triangles, vertices up to "
+                             f"{int(uv.split_to_weld.max(initial=-1))})")
         if not np.array_equal(uv.split_to_weld[uv.triangles], t):
             raise InputError(f"{where}: the UV split's triangles do not match the mesh triangles")
         return uv
@@ -57,7 +58,8 @@ def _mesh(positions, triangles, where: str) -> tuple[np.ndarray, np.ndarray]:
     if t.min() < 0 or t.max() >= len(x):
         raise InputError(f"{where}: triangle indices span [{t.min()}, {t.max()}] but there are {len(x)} positions")
     if not np.all(np.isfinite(x)):
-        raise InputError(f"{where}: positions contain non-finite values (vertex {int(np.argwhere(~np.isfinite(x))[0][0])})")
+        k = int(np.argwhere(~np.isfinite(x))[0][0])
+        raise InputError(f"{where}: positions contain non-finite values (vertex {k})")
     return x, t
 
 

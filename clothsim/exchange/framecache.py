@@ -167,7 +167,8 @@ class FrameCache:
             raise InputError(f"{where}: topology mapping needs a 'triangles' entry, got keys {sorted(topo)}")
         tris = np.asarray(topo["triangles"])
         if tris.ndim != 2 or tris.shape[1] != 3 or len(tris) == 0 or not np.issubdtype(tris.dtype, np.integer):
-            raise InputError(f"{where}: topology triangles must be integer (M, 3) with M > 0, got {tris.dtype} {tris.shape}")
+            raise InputError(f"{where}: topology triangles must be integer (M, 3) with M > 0, "
+                             f"got {tris.dtype} {tris.shape}")
         n = int(topo.pop("vertex_count", int(tris.max()) + 1))
         if tris.min() < 0 or tris.max() >= n:
             raise InputError(f"{where}: triangle indices span [{tris.min()}, {tris.max()}] but vertex_count is {n}")

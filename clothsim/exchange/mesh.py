@@ -27,7 +27,8 @@ import numpy as np
 
 from ..errors import InputError
 
-__all__ = ["ImportedMesh", "UVSplit", "UNITS", "check_finite", "drop_unreferenced", "meters_per_unit", "to_y_up", "validate_mesh", "weld_by_position"]
+__all__ = ["ImportedMesh", "UVSplit", "UNITS", "check_finite", "drop_unreferenced", "from_y_up", "meters_per_unit",
+           "normalize_up", "to_y_up", "validate_mesh", "weld_by_position"]
 
 #: metres per unit for the unit names import_mesh accepts
 UNITS = {"m": 1.0, "meters": 1.0, "metres": 1.0, "cm": 0.01, "centimeters": 0.01, "centimetres": 0.01,
@@ -242,7 +243,8 @@ def validate_mesh(vertices: np.ndarray, triangles: np.ndarray, corner_uv: np.nda
         badu = ~np.isfinite(corner_uv)
         if badu.any():
             tri = int(np.argwhere(badu)[0][0])
-            raise InputError(f"{where}: triangle {tri} has a non-finite UV {corner_uv[tri].tolist()}; expected finite numbers")
+            raise InputError(f"{where}: triangle {tri} has a non-finite UV {corner_uv[tri].tolist()}; "
+                             "expected finite numbers")
     rep = (t[:, 0] == t[:, 1]) | (t[:, 1] == t[:, 2]) | (t[:, 0] == t[:, 2])
     x = v[t]
     area = 0.5 * np.linalg.norm(np.cross(x[:, 1] - x[:, 0], x[:, 2] - x[:, 0]), axis=1)

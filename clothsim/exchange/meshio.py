@@ -21,7 +21,8 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import InputError
-from .mesh import ImportedMesh, check_finite, drop_unreferenced, meters_per_unit, normalize_up, to_y_up, validate_mesh, weld_by_position
+from .mesh import (ImportedMesh, check_finite, drop_unreferenced, meters_per_unit, normalize_up, to_y_up,
+                   validate_mesh, weld_by_position)
 
 __all__ = ["SUPPORTED_EXTENSIONS", "import_mesh", "import_cloth"]
 
@@ -30,7 +31,7 @@ _USD_EXT = (".usd", ".usda", ".usdc", ".usdz")
 SUPPORTED_EXTENSIONS = _TRIMESH_EXT + _USD_EXT
 
 
-def import_mesh(path: str | os.PathLike, *, units=None, up=None) -> ImportedMesh:
+def import_mesh(path: str | os.PathLike, *, units=None, up=None, select: str | None = None) -> ImportedMesh:
     """Read a triangle mesh (all meshes in the file, world transforms applied) in metres, Y up.
 
     Args:
@@ -38,6 +39,9 @@ def import_mesh(path: str | os.PathLike, *, units=None, up=None) -> ImportedMesh
         units: override the file's length unit: a name ("m", "cm", "mm", "in", "ft") or metres per
             unit (float). Default: what the file declares (OBJ: metres).
         up: override the file's up axis, "Y" or "Z". Default: what the file declares (OBJ: Y).
+        select: read only the meshes with this name: a glTF node or mesh name, an OBJ object name,
+            a USD prim name or prim path (e.g. the garment of a file that also holds the avatar).
+            Default: every mesh, concatenated.
 
     Returns:
         ImportedMesh with welded ``vertices`` (N, 3) [m], ``triangles`` (M, 3), ``corner_uv``
@@ -57,9 +61,9 @@ def import_mesh(path: str | os.PathLike, *, units=None, up=None) -> ImportedMesh
     if ext in _USD_EXT:
         from .usd import read_usd_mesh
 
-        verts, tris, corner_uv, file_mpu, file_up, name = read_usd_mesh(p)
+        verts, tris, corner_uv, file_mpu, file_up, name = read_usd_mesh(p, select)
     else:
-        verts, tris, corner_uv, name = _read_trimesh(p)
+        verts, tris, corner_uv, name = _read_trimesh(p, select)
         file_mpu, file_up = 1.0, "Y"  # glTF by specification; OBJ by our default
     mpu = file_mpu if units is None else meters_per_unit(units, str(p))
     up_axis = file_up if up is None else normalize_up(up, str(p))
@@ -70,7 +74,7 @@ def import_mesh(path: str | os.PathLike, *, units=None, up=None) -> ImportedMesh
                         source_units=mpu, source_up=up_axis)
 
 
-def _read_trimesh(p: Path):
+def _read_trimesh(p: Path, select: str | None):
     """OBJ / glTF through trimesh: every geometry node with its world transform, welded by position."""
     import trimesh
 
@@ -81,8 +85,12 @@ def _read_trimesh(p: Path):
     verts, tris, uvs, names = [], [], [], []
     offset = 0
     any_uv = False
+    seen, groups = [], []
     for node in scene.graph.nodes_geometry:
         transform, geom_name = scene.graph[node]
+        seen.append(str(node))
+        if select is not None and select not in (str(node), str(geom_name)):
+            continue
         g = scene.geometry[geom_name]
         if not isinstance(g, trimesh.Trimesh) or len(g.faces) == 0:
             continue  # points and lines are no surface
@@ -101,7 +109,10 @@ def _read_trimesh(p: Path):
         verts.append(v)
         tris.append(f + offset)
         names.append(str(geom_name))
+        groups.append(_weld_group(scene, p, node, g))
         offset += len(v)
+    if select is not None and not verts:
+        raise InputError(f"{p}: no mesh named {select!r}; the file has {sorted(seen)}")
     if not verts:
         return np.zeros((0, 3)), np.zeros((0, 3), dtype=np.int64), None, p.stem
     v = np.concatenate(verts)
@@ -109,17 +120,49 @@ def _read_trimesh(p: Path):
     corner_uv = None
     if any_uv:  # a geometry without UVs gets (0, 0) corners so the layout stays per corner
         corner_uv = np.concatenate([u if u is not None else np.zeros((len(f), 3, 2)) for u, f in zip(uvs, tris)])
-    v, t, _ = weld_by_position(v, t)
+    v, t = _weld_groups(v, t, verts, tris, groups)
     name = names[0] if len(names) == 1 else p.stem
     return v, t, corner_uv, name
 
 
-def import_cloth(path: str | os.PathLike, *, units=None, up=None, rest: str = "shape", fabric="cotton",
-                 name: str | None = None, uv_scale: float | None = None):
+def _weld_group(scene, p: Path, node, geom) -> str:
+    """Which vertices may be welded together: OBJ shares one vertex list across the whole file; in
+    glTF the primitives of one mesh (trimesh makes each a child node) form one group, and separate
+    meshes (a garment and an avatar, say) are never welded to each other."""
+    if p.suffix.lower() == ".obj":
+        return ""
+    if geom.metadata.get("from_gltf_primitive"):
+        return str(scene.graph.transforms.parents.get(node, node))
+    return str(node)
+
+
+def _weld_groups(v, t, verts, tris, groups):
+    """Weld by exact position within each group; groups keep their order."""
+    out_v, out_t, base = [], [], 0
+    for key in dict.fromkeys(groups):
+        members = [i for i, g in enumerate(groups) if g == key]
+        tri = np.concatenate([tris[i] for i in members])
+        vi = np.unique(tri)  # vertices of this group (the groups' ranges are disjoint)
+        remap = np.full(len(v), -1, dtype=np.int64)
+        remap[vi] = np.arange(len(vi))
+        wv, wt, _ = weld_by_position(v[vi], remap[tri])
+        out_v.append(wv)
+        out_t.append(wt + base)
+        base += len(wv)
+    # triangles are regrouped: keep the original triangle order across groups
+    order = np.concatenate([np.nonzero(np.repeat([g == key for g in groups], [len(x) for x in tris]))[0]
+                            for key in dict.fromkeys(groups)])
+    t_new = np.empty_like(t)
+    t_new[order] = np.concatenate(out_t)
+    return np.concatenate(out_v), t_new
+
+
+def import_cloth(path: str | os.PathLike, *, units=None, up=None, select: str | None = None, rest: str = "shape",
+                 fabric="cotton", name: str | None = None, uv_scale: float | None = None):
     """An imported garment (no sewing pattern) as a :class:`clothsim.Cloth`.
 
     Args:
-        path, units, up: as :func:`import_mesh`.
+        path, units, up, select: as :func:`import_mesh`.
         rest: the rest shape. ``"shape"``: the mesh as modelled (each triangle rests as it is in 3D);
             the cloth has the welded vertices. ``"uv"``: the flat UV layout, scaled to metres; the
             cloth then has the *split* vertices of ``import_mesh(path).uv_split()`` (one per distinct
@@ -136,7 +179,7 @@ def import_cloth(path: str | os.PathLike, *, units=None, up=None, rest: str = "s
     """
     from ..cloth import Cloth
 
-    mesh = import_mesh(path, units=units, up=up)
+    mesh = import_mesh(path, units=units, up=up, select=select)
     label = mesh.name if name is None else str(name)
     if rest == "shape":
         return _cloth_or_error(Cloth.from_mesh, mesh, mesh.vertices, mesh.triangles, None, fabric, label)

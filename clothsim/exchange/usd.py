@@ -60,10 +60,10 @@ def _find_uv_primvar(prim):
     return None
 
 
-def read_usd_mesh(p: Path):
+def read_usd_mesh(p: Path, select: str | None = None):
     """All meshes of the USD file ``p`` in stage units and stage up axis, world transforms applied.
 
-    Returns (vertices (N, 3) float64, triangles (M, 3) int64, corner_uv (M, 3, 2) or None,
+    ``select``: only meshes whose prim name or path equals it. Returns (vertices (N, 3) float64, triangles (M, 3) int64, corner_uv (M, 3, 2) or None,
     metersPerUnit, up axis "Y" or "Z", name).
     """
     from pxr import Usd, UsdGeom
@@ -73,10 +73,13 @@ def read_usd_mesh(p: Path):
     up = str(UsdGeom.GetStageUpAxis(stage)).upper()
     time = Usd.TimeCode.EarliestTime()
     cache = UsdGeom.XformCache(time)
-    verts, tris, uvs, names = [], [], [], []
+    verts, tris, uvs, names, seen = [], [], [], [], []
     offset = 0
     for prim in Usd.PrimRange.Stage(stage, Usd.TraverseInstanceProxies()):
         if not prim.IsA(UsdGeom.Mesh):
+            continue
+        seen.append(str(prim.GetPath()))
+        if select is not None and select not in (prim.GetName(), str(prim.GetPath())):
             continue
         where = f"{p} (prim {prim.GetPath()})"
         mesh = UsdGeom.Mesh(prim)
@@ -119,6 +122,8 @@ def read_usd_mesh(p: Path):
         uvs.append(corner_uv)
         names.append(prim.GetName())
         offset += len(v)
+    if select is not None and not verts:
+        raise InputError(f"{p}: no mesh prim named {select!r}; the stage has {seen}")
     if not verts:
         return np.zeros((0, 3)), np.zeros((0, 3), dtype=np.int64), None, mpu, up, p.stem
     corner_uv = None
