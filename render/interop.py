@@ -33,6 +33,15 @@ def normalize_normals(n: wp.array(dtype=wp.vec3)):
         n[i] = v / length
 
 
+@wp.kernel
+def bounds_kernel(x: wp.array(dtype=wp.vec3), lo: wp.array(dtype=wp.float32), hi: wp.array(dtype=wp.float32)):
+    i = wp.tid()
+    p = x[i]
+    for k in range(3):
+        wp.atomic_min(lo, k, p[k])
+        wp.atomic_max(hi, k, p[k])
+
+
 class WarpGLInterop:
     """CUDA registrations of a Renderer's vertex buffers; owned and released by the Renderer."""
 
@@ -41,7 +50,7 @@ class WarpGLInterop:
 
     def copy_positions(self, gm, key: str, positions) -> None:
         if not isinstance(positions, wp.array) or not positions.device.is_cuda:
-            raise TypeError("upload_positions_warp needs a wp.array on a CUDA device; on CPU pass numpy to render()")
+            raise TypeError("device_positions must be wp.arrays on a CUDA device; on CPU put numpy in the MeshItem")
         n = gm.vertex_count
         if positions.shape[0] != n:
             raise ValueError(f"mesh {key!r} has {n} vertices, the Warp array {positions.shape[0]}")
@@ -55,8 +64,9 @@ class WarpGLInterop:
             entry = ((gm.vbo_pos.glo, gm.vbo_nrm.glo, id(gm.triangles_ref)), reg_pos, reg_nrm, tris)
             self._entries[key] = entry
         _, reg_pos, reg_nrm, tris = entry
-        src = positions if positions.dtype == wp.vec3 else positions.view(wp.vec3) if positions.ndim == 1 else \
-            wp.array(ptr=positions.ptr, dtype=wp.vec3, shape=(n,), device=device)
+        if positions.dtype != wp.vec3 or positions.ndim != 1:
+            raise TypeError(f"device_positions[{key!r}] must be a 1-D wp.array of wp.vec3, got {positions.dtype} ndim {positions.ndim}")
+        src = positions
         x = reg_pos.map(dtype=wp.vec3, shape=(n,))
         nrm = reg_nrm.map(dtype=wp.vec3, shape=(n,))
         try:
@@ -67,6 +77,14 @@ class WarpGLInterop:
         finally:
             reg_nrm.unmap()
             reg_pos.unmap()
+
+    def bounds(self, positions) -> tuple[np.ndarray, np.ndarray]:
+        """(lo, hi) of a (N,) vec3 array [m], reduced on its device; 24 bytes come back."""
+        device = positions.device
+        lo = wp.full(3, 3.0e38, dtype=wp.float32, device=device)
+        hi = wp.full(3, -3.0e38, dtype=wp.float32, device=device)
+        wp.launch(bounds_kernel, dim=positions.shape[0], inputs=[positions], outputs=[lo, hi], device=device)
+        return lo.numpy().astype(np.float64), hi.numpy().astype(np.float64)
 
     def release(self) -> None:
         """Drop the registrations (Warp unregisters them) while the GL context is still alive."""

@@ -256,7 +256,7 @@ class Renderer:
             self._textures[key] = tex
         return tex
 
-    def _gpu_mesh(self, key: str, item: MeshItem) -> _GpuMesh:
+    def _gpu_mesh(self, key: str, item: MeshItem, upload: bool = True) -> _GpuMesh:
         gm = self._meshes.get(key)
         if gm is None:
             gm = self._meshes[key] = _GpuMesh()
@@ -280,7 +280,7 @@ class Renderer:
                 gm.ibo = ctx.buffer(item.triangles.tobytes())
             gm.index_count = item.triangles.size
             gm.triangles_ref = item.triangles
-        if gm.vertices_ref is not item.vertices:
+        if upload and gm.vertices_ref is not item.vertices:
             # CPU path: a plain upload of positions and normals (the GPU path is render.interop)
             gm.vbo_pos.write(item.vertices.tobytes())
             gm.vbo_nrm.write(vertex_normals(item.vertices, item.triangles).tobytes())
@@ -317,21 +317,16 @@ class Renderer:
             gm.release()
 
     # ------------------------------------------------------------------ warp interop
-    def upload_positions_warp(self, key: str, positions, triangles_wp=None) -> None:
-        """Copy a Warp array of positions [m], (N,) vec3 on CUDA, into mesh ``key``'s GL vertex
-        buffer without a host round trip (Warp's OpenGL interop), and recompute its normals on
-        the device. The mesh must have been drawn once (so its buffers exist)."""
+    def _upload_device_positions(self, gm: _GpuMesh, key: str, positions) -> tuple[np.ndarray, np.ndarray]:
+        """GPU path: Warp CUDA array -> GL vertex buffer (and normals) on the device; returns the
+        bounds (lo, hi) [m], the only data that comes back to the host (24 bytes)."""
         from .interop import WarpGLInterop
 
-        self._check_alive()
-        gm = self._meshes.get(key)
-        if gm is None:
-            raise KeyError(f"no GL buffers for mesh {key!r} yet: draw it once with render() first")
         if self._interop is None:
             self._interop = WarpGLInterop()
-        with self.ctx:
-            self._interop.copy_positions(gm, key, positions)
-        gm.vertices_ref = "warp"  # the CPU copy is stale now; render() keeps the GL data
+        self._interop.copy_positions(gm, key, positions)
+        gm.vertices_ref = None  # the GL data came from the device; the next numpy frame re-uploads
+        return self._interop.bounds(positions)
 
     # ------------------------------------------------------------------ frame
     @staticmethod
@@ -346,21 +341,26 @@ class Renderer:
         for item, gm in zip(items, gms):
             self._vao(gm, prog, False, True).render()
 
-    def render(self, meshes: Sequence[MeshItem], camera: Camera, settings: RenderSettings | None = None,
-               **overrides) -> np.ndarray:
+    def render(self, meshes: Sequence[MeshItem], camera: Camera, settings: RenderSettings | None = None, *,
+               device_positions: dict | None = None, **overrides) -> np.ndarray:
         """Draw ``meshes`` seen by ``camera``; returns (H, W, 4) uint8 sRGB with straight alpha.
 
         ``overrides`` are RenderSettings fields (e.g. ``width=256, transparent=True``).
         Meshes are keyed by name: one with the same name as last frame reuses its GL buffers
-        and only re-uploads arrays that are new objects. The Renderer's context is made current
+        and only re-uploads arrays that are new objects.
+
+        ``device_positions`` ({mesh name: wp.array of (N,) vec3 on CUDA}) is the GPU path: those
+        meshes' positions go from the Warp array into the GL vertex buffer through Warp's OpenGL
+        interop, with no host round trip (their MeshItem supplies triangles, uvs and material).
+        The Renderer's context is made current
         for the call (another library's context may have been made current in between).
         """
         self._check_alive()
         with self.ctx:
-            return self._render(meshes, camera, settings, **overrides)
+            return self._render(meshes, camera, settings, device_positions, **overrides)
 
-    def _render(self, meshes: Sequence[MeshItem], camera: Camera, settings: RenderSettings | None = None,
-                **overrides) -> np.ndarray:
+    def _render(self, meshes: Sequence[MeshItem], camera: Camera, settings: RenderSettings | None,
+                device_positions, **overrides) -> np.ndarray:
         s = settings or RenderSettings()
         if overrides:
             s = RenderSettings(**{**s.__dict__, **overrides})
@@ -372,9 +372,24 @@ class Renderer:
         ctx = self.ctx
         w, h = s.width, s.height
         aspect = w / h
-        gms = [self._gpu_mesh(f"{i}:{m.name}", m) for i, m in enumerate(meshes)]
-
-        lo, hi = self.scene_bounds(meshes)
+        device_positions = dict(device_positions or {})
+        unknown = set(device_positions) - {m.name for m in meshes}
+        if unknown:
+            raise cs.InputError(f"device_positions for meshes not drawn: {sorted(unknown)}")
+        gms, los, his = [], [], []
+        for i, m in enumerate(meshes):
+            key = f"{i}:{m.name}"
+            on_device = m.name in device_positions
+            gm = self._gpu_mesh(key, m, upload=not on_device)
+            if on_device:
+                lo_i, hi_i = self._upload_device_positions(gm, key, device_positions[m.name])
+            else:
+                lo_i, hi_i = m.vertices.min(axis=0), m.vertices.max(axis=0)
+            gms.append(gm)
+            los.append(lo_i)
+            his.append(hi_i)
+        lo = np.min(los, axis=0).astype(np.float64)
+        hi = np.max(his, axis=0).astype(np.float64)
         center = 0.5 * (lo + hi)
         radius = max(0.5 * float(np.linalg.norm(hi - lo)), 1e-3)
         ground_y = float(lo[1]) if s.ground_y is None else float(s.ground_y)
