@@ -17,7 +17,8 @@ import numpy as np
 import pytest
 
 from clothsim.errors import InputError
-from clothsim.exchange import FrameCache, UVSplit, export_frames, export_glb, export_obj, export_usd, import_cloth, import_mesh
+from clothsim.exchange import (FrameCache, UVSplit, export_frames, export_glb, export_obj, export_usd, import_cloth,
+                               import_mesh)
 from clothsim.io import vertex_normals
 
 from test_exchange_import import tube

@@ -337,7 +337,8 @@ def test_weld_scope_obj_file_vs_gltf_mesh(tmp_path):
     glb = tmp_path / "two.glb"
     glb.write_bytes(trimesh.exchange.gltf.export_glb(scene))
     assert import_mesh(glb).vertex_count == 6
-    obj = _write(tmp_path / "two.obj", "o a\nv 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\no b\nv 1 0 0\nv 1 1 0\nv 0 1 0\nf 4 5 6\n")
+    obj = _write(tmp_path / "two.obj",
+                 "o a\nv 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\no b\nv 1 0 0\nv 1 1 0\nv 0 1 0\nf 4 5 6\n")
     m = import_mesh(obj)
     assert m.vertex_count == 4 and m.triangle_count == 2
     x = m.vertices[m.triangles]

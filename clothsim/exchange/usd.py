@@ -63,8 +63,8 @@ def _find_uv_primvar(prim):
 def read_usd_mesh(p: Path, select: str | None = None):
     """All meshes of the USD file ``p`` in stage units and stage up axis, world transforms applied.
 
-    ``select``: only meshes whose prim name or path equals it. Returns (vertices (N, 3) float64, triangles (M, 3) int64, corner_uv (M, 3, 2) or None,
-    metersPerUnit, up axis "Y" or "Z", name).
+    ``select``: only meshes whose prim name or path equals it. Returns (vertices (N, 3) float64,
+    triangles (M, 3) int64, corner_uv (M, 3, 2) or None, metersPerUnit, up axis "Y" or "Z", name).
     """
     from pxr import Usd, UsdGeom
 
