@@ -219,6 +219,11 @@ class Renderer:
                 raw = ctx.sampler(texture=tex, filter=(ctx.LINEAR, ctx.LINEAR), repeat_x=False, repeat_y=False)
                 raw.compare_func = ""
                 objs = (ctx.framebuffer(depth_attachment=tex), tex, cmp, raw)
+            elif kind == "contact":  # contact occlusion: R16F colour, mipmapped (the blur)
+                tex = ctx.texture(size, 1, dtype="f2")
+                tex.repeat_x = tex.repeat_y = False
+                tex.filter = (ctx.LINEAR_MIPMAP_LINEAR, ctx.LINEAR)
+                objs = (ctx.framebuffer([tex]), tex)
             else:
                 raise ValueError(kind)
             self._targets[key] = objs
@@ -426,16 +431,30 @@ class Renderer:
             depth_range = 3.0 * s_radius
             light_size_uv = depth_range * math.tan(math.radians(rig.key_angle_deg)) / (2.0 * s_radius)
 
-            # ---- contact map: from the floor looking up, depth = height of the lowest surface
-            contact_range = max(0.35 * (hi[1] - ground_y), 0.05)
+            # ---- contact map: from the floor looking up, occlusion of the lowest surface
+            contact_h0 = 0.04 * (hi[1] - ground_y) + 0.004
             c_half = float(max(hi[0] - lo[0], hi[2] - lo[2])) * 0.5 + 0.3 * radius
             c_cam = Camera(position=(center[0], ground_y - 1e-4, center[2]), target=(center[0], ground_y + 1.0, center[2]),
                            up=(0.0, 0.0, -1.0), name="contact")
-            contact_vp = _ortho(-c_half, c_half, -c_half, c_half, 0.0, contact_range) @ c_cam.view_matrix()
-            contact_objs = self._target("depth", (s.contact_map_size, s.contact_map_size))
+            contact_vp = _ortho(-c_half, c_half, -c_half, c_half, 0.0, 12.0 * contact_h0) @ c_cam.view_matrix()
+            contact_objs = self._target("contact", (s.contact_map_size, s.contact_map_size))
             contact_objs[0].use()
-            contact_objs[0].clear(depth=1.0)
-            self._draw_depth(meshes, gms, contact_vp)
+            contact_objs[0].clear(0.0, 0.0, 0.0, 0.0)
+            ctx.disable(ctx.DEPTH_TEST)
+            ctx.enable(ctx.BLEND)
+            ctx.blend_equation = ctx.MAX
+            prog = self.programs.get("contact.vert", "contact.frag")
+            _set(prog, "u_view_proj", _f32(contact_vp))
+            _set(prog, "u_ground_y", ground_y)
+            _set(prog, "u_contact_height", contact_h0)
+            for gm in gms:
+                self._vao(gm, prog, False, True).render()
+            ctx.blend_equation = ctx.FUNC_ADD
+            ctx.disable(ctx.BLEND)
+            contact_objs[1].build_mipmaps()
+            # blur radius ~ 2.5% of the contact map's width
+            blur_px = 0.025 * s.contact_map_size
+            contact_lod = math.log2(max(blur_px, 1.0))
 
         # ---- colour pass into the MSAA target
         samples = max(1, min(s.samples, self.max_samples))
@@ -510,20 +529,20 @@ class Renderer:
             prog = self.programs.get("ground.vert", "ground.frag", {"TRANSPARENT": s.transparent})
             _set(prog, "u_view_proj", _f32(view_proj))
             _set(prog, "u_ground_y", ground_y)
-            ext = 4.0 * radius
-            _set(prog, "u_ground_extent", (center[0] - ext, center[2] - ext, center[0] + ext, center[2] + ext))
+            # only where a shadow can fall (the key's shadow-map footprint on the floor); outside
+            # it the cleared backdrop is the same colour, so the floor needs no shading there
+            extent = (s_lo[0], s_lo[2], s_hi[0], s_hi[2])
+            _set(prog, "u_ground_extent", extent)
+            _set(prog, "u_ground_fade", 0.25 * min(s_hi[0] - s_lo[0], s_hi[2] - s_lo[2]))
             _set(prog, "u_background", tuple(bg_srgb))
             _set(prog, "u_shadow_strength", 0.38)
             _set(prog, "u_contact_strength", 0.55)
-            _set(prog, "u_ground_center", tuple(center))
-            _set(prog, "u_ground_fade", 3.5 * radius)
             bind_shadows(prog)
-            contact_objs[3].use(location=5)
-            _set(prog, "u_contact_depth", 5)
+            contact_objs[1].use(location=5)
+            _set(prog, "u_contact_occ", 5)
             _set(prog, "u_contact_view_proj", _f32(contact_vp))
-            _set(prog, "u_contact_range", contact_range)
-            _set(prog, "u_contact_height", 0.12 * contact_range + 0.004)
-            _set(prog, "u_contact_radius_uv", 0.02)
+            _set(prog, "u_contact_lod", contact_lod)
+            _set(prog, "u_contact_radius_uv", blur_px / s.contact_map_size)
             fbo.use()
             # drawn after the meshes: the depth test keeps it behind them, and it never overwrites cloth
             ctx.depth_func = "<="

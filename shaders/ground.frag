@@ -10,16 +10,16 @@ in vec3 v_world;
 uniform vec3 u_background;        // display-encoded sRGB backdrop colour
 uniform float u_shadow_strength;  // darkness of a fully shadowed point, key light
 uniform float u_contact_strength; // darkness of full contact occlusion
-uniform vec3 u_ground_center;
-uniform float u_ground_fade;      // m: shadows fade out towards this radius (no visible edge)
+uniform vec4 u_ground_extent;      // x0, z0, x1, z1 [m] of the quad
+uniform float u_ground_fade;       // m: shadows fade out over this distance to the quad's edge
 out vec4 frag_color;
 
 void main() {
     float key = 1.0 - key_visibility(v_world, 0.0);
     float contact = contact_occlusion(v_world);
     float dark = 1.0 - (1.0 - u_shadow_strength * key) * (1.0 - u_contact_strength * contact);
-    float r = length(v_world.xz - u_ground_center.xz);
-    dark *= 1.0 - smoothstep(0.6 * u_ground_fade, u_ground_fade, r);
+    vec2 to_edge = min(v_world.xz - u_ground_extent.xy, u_ground_extent.zw - v_world.xz);
+    dark *= smoothstep(0.0, u_ground_fade, min(to_edge.x, to_edge.y));
 #ifdef TRANSPARENT
     frag_color = vec4(0.0, 0.0, 0.0, dark);
 #else

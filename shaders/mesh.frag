@@ -88,8 +88,13 @@ void main() {
     float key_vis = 1.0;
 #ifdef SHADOWS
     // slope-scaled bias: steeper surfaces need more
-    float n_l = clamp(dot(n, u_key_dir), 0.05, 1.0);
-    key_vis = key_visibility(v_world, 0.0015 * sqrt(1.0 - n_l * n_l) / n_l);
+    float n_l_raw = dot(n, u_key_dir);
+    if (n_l_raw <= 0.0) {
+        key_vis = 0.0;                     // facing away from the key: no lookup needed
+    } else {
+        float n_l = clamp(n_l_raw, 0.05, 1.0);
+        key_vis = key_visibility(v_world, 0.0015 * sqrt(1.0 - n_l * n_l) / n_l);
+    }
 #endif
 
     vec3 color = shade_light(m, n, v, u_key_dir, u_key_radiance) * key_vis
