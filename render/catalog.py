@@ -78,11 +78,14 @@ def parse_size(text: str) -> tuple[int, int]:
     return w, h
 
 
-def check_views(views: Sequence[str]) -> list[str]:
+def check_views(views: Sequence) -> list:
+    """Views as names (``"front"``) or ``(camera name, view name, focal_mm)`` tuples; raises
+    InputError for an unknown view name."""
     out = []
     for v in views:
-        if v not in STANDARD_VIEWS:
-            raise cs.InputError(f"unknown view {v!r}; expected one of {', '.join(STANDARD_VIEWS)}")
+        view = v[1] if isinstance(v, tuple) else v
+        if view not in STANDARD_VIEWS:
+            raise cs.InputError(f"unknown view {view!r}; expected one of {', '.join(STANDARD_VIEWS)}")
         out.append(v)
     return out
 
@@ -195,7 +198,8 @@ def render_catalog(garments: Sequence[MeshItem], out_dir, *, avatar: MeshItem | 
         garments: draped garment meshes [m], Y up, body facing +Z.
         out_dir: output folder (created; must be writable).
         avatar: the body; drawn with a skin material, or hidden (``ghost``: it still casts shadows).
-        views: standard view names; None and no ``cameras``: all five standard views.
+        views: standard view names, or (file name, view name, focal_mm) tuples; None and no
+            ``cameras``: all five standard views.
         cameras: explicit cameras (rendered after the views, named by ``Camera.name``).
         size: (width, height) [px]; the turntable MP4 needs even sizes (yuv420p) and is padded
             by one background pixel otherwise (recorded in the JSON).
@@ -226,7 +230,11 @@ def render_catalog(garments: Sequence[MeshItem], out_dir, *, avatar: MeshItem | 
     aspect = width / height
     lo = np.min([g.vertices.min(axis=0) for g in garments], axis=0)
     hi = np.max([g.vertices.max(axis=0) for g in garments], axis=0)
-    shot_cams = [standard_view(v, lo, hi, aspect=aspect, focal_mm=focal_mm, margin=margin) for v in view_names]
+    shot_cams = []
+    for v in view_names:
+        name, view, focal = v if isinstance(v, tuple) else (v, v, focal_mm)
+        cam = standard_view(view, lo, hi, aspect=aspect, focal_mm=focal, margin=margin)
+        shot_cams.append(Camera(position=cam.position, target=cam.target, focal_mm=focal, name=name))
     shot_cams += list(cameras)
     names = [c.name for c in shot_cams]
     if len(set(names)) != len(names):

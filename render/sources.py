@@ -32,7 +32,7 @@ class ShotSource:
     garments: list[MeshItem]
     avatar: MeshItem | None = None
     cameras: list[Camera] = field(default_factory=list)
-    views: list[str] = field(default_factory=list)
+    views: list = field(default_factory=list)   # (camera name, view name, focal_mm) from the scene
     info: dict = field(default_factory=dict)
 
 
@@ -115,7 +115,8 @@ def simulate_scene(path: Path, *, frames: int | None = None, device: str | None 
         frames_run = drape.frame
     sim_s = time.perf_counter() - t0
     cameras = [c for c in (_scene_camera(s) for s in scene.cameras) if c is not None]
-    views = [s.view.value for s in scene.cameras if s.view is not None]
+    views = [(s.name, s.view.value, s.focal_length_mm * SENSOR_WIDTH_MM / s.sensor_width_mm)
+             for s in scene.cameras if s.view is not None]
     info = {"source": "scene", "file": str(path), "scene_name": scene.name, "frames": int(frames_run),
             "drape_passed": bool(result.passed), "simulate_s": sim_s}
     return ShotSource(garments, avatar, cameras, views, info)
