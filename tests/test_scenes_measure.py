@@ -166,3 +166,49 @@ def test_cli_rejects_grid_options_with_a_scene(tmp_path):
     assert res.exit_code == 2 and "--resolution" in res.output
     res = CliRunner().invoke(main, ["simulate", str(tmp_path / "s.toml"), "--level", "fine"])
     assert res.exit_code == 2 and "--level" in res.output
+
+
+def test_pose_blends_the_mannequin_and_stops(tmp_path, device):
+    """[pose]: the body turns from its rest pose into the scene's pose over blend_frames frames (each
+    joint's rotation vector scaled by f / blend_frames), then stays: after blend_frames + 1 frames the
+    collider holds the posed body offset by the skin thickness, and its vertex velocities are zero
+    (the final pose is fed twice). Compared with Avatar.pose / offset_vertices directly (float32
+    device copy of float64 host values: 1e-6 m at ~1 m coordinates)."""
+    from clothsim.avatar import mannequin
+
+    v, f = tube(radius=0.3, height=0.3)
+    v[:, 1] += 2.5  # far above the head: the cloth plays no part
+    write_obj(tmp_path / "tube.obj", v, f)
+    (tmp_path / "p.toml").write_text("""
+[avatar]
+kind = "mannequin"
+[[garments]]
+mesh = "tube.obj"
+[pose]
+blend_frames = 3
+[pose.joints]
+shoulder_l = [0.0, 0.0, 30.0]
+elbow_r = [0.0, 20.0, 0.0]
+[simulation]
+device = "cpu"
+substeps = 2
+iterations = 2
+skin_thickness = 0.004
+""")
+    scene = with_overrides(load_scene(tmp_path / "p.toml"), device=device)
+    av = mannequin()
+    rot = {"shoulder_l": np.radians([0.0, 0.0, 30.0]), "elbow_r": np.radians([0.0, 20.0, 0.0])}
+    with Drape(scene) as d:
+        buf = d.sim.solver.collider(d.collider_handle)
+        d.step()
+        third = {k: r / 3.0 for k, r in rot.items()}
+        np.testing.assert_allclose(d.body.current_vertices, av.pose(third), atol=1e-9)
+        moving = np.linalg.norm(buf.velocities.numpy(), axis=1).max()
+        for _ in range(3):
+            d.step()
+        posed = av.pose(rot)
+        np.testing.assert_allclose(d.body.current_vertices, posed, atol=1e-9)
+        np.testing.assert_allclose(buf.end.numpy(), av.offset_vertices(0.004, posed), atol=1e-6)
+        assert np.abs(buf.velocities.numpy()).max() == 0.0
+        assert moving > 0.0
+        assert not d.settled()  # min_frames (30) not reached: settling is never judged mid-pose

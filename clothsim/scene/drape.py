@@ -198,10 +198,9 @@ class Drape:
 
     def step(self) -> FrameStats:
         """Advance one frame (moving the avatar along the pose schedule) and measure it."""
-        target = self._pose_schedule(self.sim.frame + 1) if self._pose_schedule else None
+        target = self._pose_schedule(self.sim.frame + 1) if self._pose_schedule else None  # sets body.current_vertices
         if target is not None:
             self.sim.set_collider_vertices(self.collider_handle, target)
-            self.body.current_vertices = target
         t = time.perf_counter()
         self.sim.step()
         seconds = time.perf_counter() - t

@@ -1,0 +1,114 @@
+"""Drape benchmark: every shipped garment (scenes/*.toml) at every resolution level.
+
+For each scene and level: vertex count, frames and wall time to settle (or the frame cap), time per
+frame, worst penetration [mm], largest seam gap [mm], intersections, and whether the scene's checks
+passed. Prints a table and writes JSON (and the table as markdown) to benchmarks/results/.
+
+    python benchmarks/drape.py                                   # all scenes, all levels, CPU
+    python benchmarks/drape.py --levels 0 --frames 150           # coarsest only (what CI checks)
+    python benchmarks/drape.py --device cuda:0 --tag h200        # on a GPU
+
+Levels are the pattern hierarchy's edge lengths: 0 = 40 mm, 1 = 20 mm, 2 = 10 mm, 3 = 5 mm.
+The first scene on a cold Warp kernel cache includes compilation (reported as its setup time).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+def run_one(path: Path, level: int, device: str, frames: int | None) -> dict:
+    import clothsim as cs
+    from clothsim.scene import Drape
+    from clothsim.scene.run import with_overrides
+
+    scene = with_overrides(cs.load_scene(path), device=device, frames=frames)
+    t0 = time.perf_counter()
+    with Drape(scene, level=level) as d:
+        setup_s = time.perf_counter() - t0
+        r = d.run()
+    g = r.garments[0] if len(r.garments) == 1 else None
+    steps = [h.seconds for h in r.history]
+    return {
+        "scene": scene.name, "level": level, "edge_length_mm": None if g is None or g.edge_length_m is None else 1e3 * g.edge_length_m,
+        "vertices": sum(x.vertices for x in r.garments), "triangles": sum(x.triangles for x in r.garments),
+        "device": r.device, "frames": r.frames, "frame_cap": scene.simulation.frame_cap,
+        "settled": r.settled, "settle_frame": r.settle_frame,
+        "time_to_settle_s": sum(steps) if r.settled else None, "sim_s": sum(steps),  # a run stops once settled
+        "ms_per_frame_median": 1e3 * sorted(steps)[len(steps) // 2] if steps else None,
+        "setup_s": setup_s, "measure_s": r.timings_s.get("measure"),
+        "worst_penetration_mm": 1e3 * r.worst_penetration_m, "largest_seam_gap_mm": 1e3 * r.largest_seam_gap_m,
+        "body_intersections": sum(x.body_intersections for x in r.garments),
+        "cloth_intersections": r.cloth_intersections, "kinetic_energy_J_per_kg": r.kinetic_energy,
+        "residual": r.residual, "passed": r.passed, "failures": r.failures,
+        "settings": {"substeps": scene.simulation.substeps, "iterations": scene.simulation.iterations,
+                     "dt": scene.simulation.dt, "self_collision": scene.simulation.self_collision},
+    }
+
+
+def table(rows: list[dict]) -> str:
+    head = ["scene", "level", "edge mm", "vertices", "frames", "settled", "settle s", "ms/frame",
+            "pen. mm", "seam gap mm", "body ∩", "cloth ∩", "passed"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in rows:
+        if "error" in r:
+            lines.append(f"| {r['scene']} | {r['level']} | | | | | | | | | | | error: {r['error']} |")
+            continue
+        cells = [r["scene"], str(r["level"]), f"{r['edge_length_mm']:g}" if r["edge_length_mm"] else "",
+                 str(r["vertices"]), str(r["frames"]), f"yes ({r['settle_frame']})" if r["settled"] else "no",
+                 f"{r['time_to_settle_s']:.1f}" if r["time_to_settle_s"] is not None else "",
+                 f"{r['ms_per_frame_median']:.0f}", f"{r['worst_penetration_mm']:.2f}",
+                 f"{r['largest_seam_gap_mm']:.2f}", str(r["body_intersections"]), str(r["cloth_intersections"]),
+                 "yes" if r["passed"] else "no"]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--scenes", nargs="*", default=None, help="scene names (default: every scenes/*.toml)")
+    ap.add_argument("--levels", nargs="*", type=int, default=[0, 1, 2, 3], help="levels (0 = 40 mm ... 3 = 5 mm)")
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--frames", type=int, default=None, help="frame cap (default: each scene's frame_cap)")
+    ap.add_argument("--tag", default=None, help="results file tag (default: the device)")
+    ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
+    args = ap.parse_args(argv)
+
+    import warp as wp
+
+    wp.config.log_level = wp.LOG_WARNING
+    wp.init()
+    paths = sorted((ROOT / "scenes").glob("*.toml"))
+    if args.scenes:
+        paths = [p for p in paths if p.stem in set(args.scenes)]
+    rows = []
+    for p in paths:
+        for lv in args.levels:
+            print(f"{p.stem} level {lv} on {args.device} ...", flush=True)
+            try:
+                row = run_one(p, lv, args.device, args.frames)
+            except Exception as e:  # noqa: BLE001 - one failing case must not stop the rest
+                row = {"scene": p.stem, "level": lv, "error": f"{type(e).__name__}: {e}"}
+            rows.append(row)
+            print("  " + json.dumps({k: v for k, v in row.items() if k not in ("settings", "failures")}), flush=True)
+    tag = args.tag or args.device.replace(":", "")
+    args.out.mkdir(parents=True, exist_ok=True)
+    result = {"benchmark": "drape", "device": args.device, "host": platform.node(), "python": platform.python_version(),
+              "warp": wp.config.version, "levels": args.levels, "frame_cap": args.frames, "rows": rows}
+    (args.out / f"drape_{tag}.json").write_text(json.dumps(result, indent=2) + "\n")
+    md = table(rows)
+    (args.out / f"drape_{tag}.md").write_text(md + "\n")
+    print(md)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,69 @@
+"""Every shipped scene (scenes/*.toml) loads, sews, drapes and passes its own checks.
+
+CI runs the coarsest level on the CPU with a frame cap (CI_FRAME_CAP); the finer levels are in
+benchmarks/drape.py. The checks are the scene file's [simulation.checks] (see scenes/README.md):
+settled (kinetic energy and residual under their thresholds for settle_frames frames), every seam gap
+under seam_gap, no cloth vertex deeper inside the body than penetration, zero cloth–body and zero
+cloth–cloth triangle intersections. Each test prints the worst penetration and the largest seam gap.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import clothsim as cs
+from clothsim.scene import Drape
+from clothsim.scene.run import with_overrides
+
+ROOT = Path(__file__).resolve().parents[1]
+SCENES = sorted((ROOT / "scenes").glob("*.toml"))
+CI_FRAME_CAP = int(os.environ.get("CLOTHSIM_SCENE_FRAME_CAP", "150"))
+
+# Scenes the physics core cannot yet make pass, with what was measured (see the xfail reasons).
+# The checks are not weakened for them; strict: when the solver improves, the test says so.
+KNOWN_FAILURES: dict[str, str] = {}
+
+
+def test_five_scenes_ship():
+    names = {p.stem for p in SCENES}
+    assert {"tshirt", "circle_skirt", "straight_skirt", "trousers", "cape"} <= names
+
+
+@pytest.mark.parametrize("path", SCENES, ids=lambda p: p.stem)
+def test_shipped_scene_loads(path):
+    scene = cs.load_scene(path)
+    assert scene.garments and scene.cameras and scene.lights
+    for g in scene.garments:
+        assert (g.pattern or g.mesh).is_file()
+
+
+def _xfail_known(request, name):
+    if name in KNOWN_FAILURES:
+        request.node.add_marker(pytest.mark.xfail(strict=True, reason=KNOWN_FAILURES[name]))
+
+
+@pytest.mark.parametrize("path", SCENES, ids=lambda p: p.stem)
+def test_shipped_scene_drapes_and_passes(path, device, request):
+    _xfail_known(request, path.stem)
+    scene = with_overrides(cs.load_scene(path), device=device, frames=min(CI_FRAME_CAP, cs.load_scene(path).simulation.frame_cap))
+    t0 = time.perf_counter()
+    with Drape(scene, level="coarsest") as d:
+        initial_gap = max((float(np.linalg.norm(g.cloth.vertices[g.cloth.seams[:, 0]] - g.cloth.vertices[g.cloth.seams[:, 1]],
+                                                axis=1).max()) for g in d.garments if len(g.cloth.seams)), default=0.0)
+        r = d.run()
+    wall = time.perf_counter() - t0
+    print(f"\n{scene.name}: {r.frames} frames, {'settled at ' + str(r.settle_frame) if r.settled else 'not settled'}, "
+          f"KE {r.kinetic_energy:.2e} J/kg, residual {r.residual:.3f}, cloth-cloth intersections {r.cloth_intersections}, "
+          f"{wall:.1f} s (setup {r.timings_s['setup']:.1f} s)")
+    for g in r.garments:
+        print(f"  {g.name}: {g.vertices} vertices, worst penetration {1e3 * g.worst_penetration_m:.2f} mm, "
+              f"largest seam gap {1e3 * g.largest_seam_gap_m:.2f} mm (placed: {1e3 * initial_gap:.0f} mm), "
+              f"body intersections {g.body_intersections}, self intersections {g.self_intersections}")
+    for f in r.failures:
+        print("  FAILED:", f)
+    assert r.passed, "; ".join(r.failures)
