@@ -78,9 +78,11 @@ class BodyShape:
         scales: (hip, waist, chest) multipliers of the torso sections; None: calibrated so that the
             convex-hull perimeters of the sections at the hip, waist and chest heights equal
             ``m.hips``, ``m.waist`` and ``m.chest``.
+        bottom_offset: torso bottom minus inseam [m]; None: calibrated so that the crotch (the lowest
+            skin point on the body's mid-plane x = 0 between the legs) is at ``m.inseam``.
     """
 
-    def __init__(self, m: Measurements, scales=None):
+    def __init__(self, m: Measurements, scales=None, bottom_offset: float | None = None):
         self.m = m
         H, inseam = m.height, m.inseam
         self.y_crotch = inseam
@@ -98,8 +100,9 @@ class BodyShape:
         self.limb_scale = math.sqrt(m.chest / 0.92)
         self.leg_scale = m.thigh_circumference / (0.56 * 0.98)
         self._build_skeleton()
+        self.bottom_offset = 0.005 if bottom_offset is None else float(bottom_offset)
         if scales is None:
-            scales = self._calibrate()
+            scales = self._calibrate(calibrate_bottom=bottom_offset is None)
         self.scales = tuple(float(s) for s in scales)
         self._build_torso()
 
@@ -141,7 +144,9 @@ class BodyShape:
             j[f"shoulder_{side}"] = js
             j[f"elbow_{side}"] = js + 0.55 * m.arm_length * d
             j[f"wrist_{side}"] = js + m.arm_length * d
-            j[f"hip_{side}"] = np.array([sx * 0.085 * hip_scale, self.y_crotch + 0.075, 0.0])
+            r_thigh = m.thigh_circumference / (2.0 * math.pi)
+            hip_x = max(0.085 * math.sqrt(hip_scale), r_thigh + 0.01)  # thighs 2 cm apart at the top
+            j[f"hip_{side}"] = np.array([sx * hip_x, self.y_crotch + 0.075, 0.0])
             j[f"knee_{side}"] = np.array([sx * 0.09 * math.sqrt(hip_scale), self.y_knee, 0.01])
             j[f"ankle_{side}"] = np.array([sx * 0.092 * math.sqrt(hip_scale), self.y_ankle, -0.015])
         self.joints = j
@@ -170,7 +175,7 @@ class BodyShape:
             ys.append(self.y_crotch + t * self.span)
             cols.append((a, bf, bb, zc))
         self._torso_interp = PchipInterpolator(np.array(ys), np.array(cols), axis=0, extrapolate=True)
-        self.torso_bottom = self.y_crotch + 0.005
+        self.torso_bottom = self.y_crotch + self.bottom_offset
         self.torso_top = self.y_neck + 0.01
         self._build_primitives()
 
@@ -189,7 +194,7 @@ class BodyShape:
         return (self.m.hips / perim(*rows["hip"][1:4]), self.m.waist / perim(*rows["waist"][1:4]),
                 self.m.chest / perim(*rows["chest"][1:4]))
 
-    def _calibrate(self, iterations: int = 5) -> tuple[float, float, float]:
+    def _calibrate(self, iterations: int = 5, calibrate_bottom: bool = True) -> tuple[float, float, float]:
         scales = np.array(self._initial_scales())
         targets = np.array([self.m.hips, self.m.waist, self.m.chest])
         heights = [self.y_hip, self.y_waist, self.y_chest]
@@ -198,7 +203,35 @@ class BodyShape:
             self._build_torso()
             got = np.array([self.section_perimeter(y) for y in heights])
             scales = scales * targets / got
+            if calibrate_bottom:
+                self.bottom_offset += self.y_crotch - self.crotch_height()
         return tuple(scales)
+
+    def crotch_height(self, samples: int = 25) -> float:
+        """Height [m] of the lowest skin point on the mid-plane x = 0 below the torso (the crotch point)."""
+        zc = float(self._torso_section(np.array(self.y_hip))[3])
+        z = zc + np.linspace(-0.06, 0.06, samples)
+        ys = np.linspace(self.y_hip, 0.5 * self.y_crotch, 121)
+        p = np.zeros((samples, len(ys), 3))
+        p[..., 1] = ys
+        p[..., 2] = z[:, None]
+        f = self.sdf(p.reshape(-1, 3)).reshape(samples, len(ys))
+        first = np.argmax(f >= 0.0, axis=1)
+        ok = (f[np.arange(samples), first] >= 0.0) & (first > 0)
+        if not ok.any():
+            raise InputError("mannequin: no gap between the legs below the torso; check thigh and hips")
+        z, first = z[ok], first[ok]
+        hi, lo = ys[first - 1], ys[first]  # hi inside, lo outside
+
+        def at(y):
+            return self.sdf(np.stack([np.zeros_like(y), y, z], axis=1))
+
+        for _ in range(10):
+            mid = 0.5 * (lo + hi)
+            inside = at(mid) < 0.0
+            hi = np.where(inside, mid, hi)
+            lo = np.where(inside, lo, mid)
+        return float(0.5 * (lo + hi).min())
 
     def section_perimeter(self, y: float, rays: int = 256) -> float:
         """Convex-hull perimeter [m] of the body's horizontal section at height ``y`` around the body axis."""
@@ -316,7 +349,7 @@ class BodyShape:
                        f[f"hand_{s}"], 0.02)
             body = smin(body, arm, 0.03)
             leg = smin(smin(smin(f[f"thigh_{s}"], f[f"knee_{s}"], 0.01), f[f"calf_{s}"], 0.01), f[f"foot_{s}"], 0.025)
-            body = smin(body, leg, 0.03)
+            body = smin(body, leg, 0.02)
         return smax(body, -p[..., 1], 0.01)  # flat soles on the floor
 
     def gradient(self, p: np.ndarray, eps: float = 1e-6, f0: np.ndarray | None = None) -> np.ndarray:
