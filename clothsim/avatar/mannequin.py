@@ -605,5 +605,6 @@ def mannequin(measurements: Measurements | None = None, **kwargs) -> Avatar:
         mapped += w[:, k:k + 1] * (np.einsum("nab,nb->na", s[jk], v) + c[jk])
     v = _relax(dst.project(mapped), tpl["triangles"], tpl["adjacency"], dst, iterations=2, steps=2)
     v = v.copy()
-    return Avatar(v, tpl["triangles"], JOINT_NAMES, JOINT_PARENTS, dst.joint_array(), tpl["weights"], tpl["indices"],
+    return Avatar(v, tpl["triangles"].copy(), JOINT_NAMES, JOINT_PARENTS, dst.joint_array(), tpl["weights"].copy(),
+                  tpl["indices"].copy(),
                   landmarks=dst.landmarks(), name="mannequin", measurements=measurements)
