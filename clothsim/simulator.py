@@ -106,14 +106,16 @@ class Simulator:
         """Largest collider speed [m/s] for which cloth cannot pass through: the contact search
         reaches ``contact_margin`` beyond the thickness every substep, so a collider surface may move at
         most that far per substep before a vertex is checked again. With self-collision on, a vertex may
-        move at most ``BOUND_FRACTION·(thickness + contact_margin)`` per substep (the conservative bound),
-        so it can only get out of the way of a collider that is slower than that."""
+        move at most ``BOUND_FRACTION·(thickness + contact_margin)`` per substep (the conservative bound);
+        to get out of the way of a collider it must outrun it, so the collider may move at most half of that
+        per substep. (A vertex pressed between the collider and another cloth layer closer than the search
+        radius moves less still; no speed is guaranteed for it.)"""
         v = self.contact_margin / self.substep_dt
         if self.self_collision:
             from .solver.self_collision import BOUND_FRACTION
 
             r = self.contact_margin + min(f.thickness for f in self.model.fabrics)
-            v = min(v, BOUND_FRACTION * r / self.substep_dt)
+            v = min(v, 0.5 * BOUND_FRACTION * r / self.substep_dt)
         return v
 
     @property

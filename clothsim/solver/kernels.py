@@ -12,7 +12,12 @@ Contacts (ground plane, colliders) are quadratic penalties ½·k_c·(r − d)² 
 
 import warp as wp
 
-from ..collision.contact_funcs import ee_contact_force_hessian, vt_contact_force_hessian
+from ..collision.contact_funcs import (
+    closest_point_triangle,
+    closest_points_edge_edge,
+    ee_contact_force_hessian,
+    vt_contact_force_hessian,
+)
 from .elastic import bending_force_hessian, dihedral_angle, membrane_force_hessian
 
 
@@ -168,8 +173,220 @@ def contact_plane(
     return f, H
 
 
+# --------------------------------------------------------------------------------------------------
+# the vertex solve
+#
+# A vertex's block gathers terms of three kinds. The per-element terms (membrane triangles, bending
+# hinges, collider feature pairs, self-contact pairs) are spread over ``lanes`` threads: lane l takes
+# adjacency entries l, l + lanes, ...; on CUDA a block of ``lanes`` threads solves one vertex and sums
+# its lanes with a tile reduction (a fixed tree: deterministic). The per-vertex terms (inertia, seams,
+# drag, ground, collider planes) and the update are done once, by lane 0. On CPU lanes = 1 and one
+# launch sweeps every colour in order.
+
+
+
+@wp.func
+def vertex_elastic(
+    i: int, lane: int, lanes: int,
+    x: wp.array(dtype=wp.vec3), x_prev: wp.array(dtype=wp.vec3), theta_prev: wp.array(dtype=float),
+    vertex_cloth: wp.array(dtype=wp.int32),
+    tri: wp.array(dtype=wp.vec3i), tri_dm_inv: wp.array(dtype=wp.mat22), tri_area: wp.array(dtype=float),
+    tri_cloth: wp.array(dtype=wp.int32), v_tri_offsets: wp.array(dtype=wp.int32), v_tri: wp.array(dtype=wp.int32),
+    bend: wp.array(dtype=wp.vec4i), bend_k: wp.array(dtype=float), bend_rest: wp.array(dtype=float),
+    v_bend_offsets: wp.array(dtype=wp.int32), v_bend: wp.array(dtype=wp.int32),
+    mat_coef: wp.array(dtype=wp.vec4), mat_damping: wp.array(dtype=float), inv_h: float,
+):
+    """Membrane and bending blocks of vertex i over this lane's share of its triangles and hinges."""
+    f = wp.vec3(0.0)
+    H = wp.mat33(0.0)
+    for a in range(v_tri_offsets[i] + lane, v_tri_offsets[i + 1], lanes):
+        code = v_tri[a]
+        t = code // 3
+        k = code - 3 * t
+        ids = tri[t]
+        c = tri_cloth[t]
+        fe, He = membrane_force_hessian(x[ids[0]], x[ids[1]], x[ids[2]], x_prev[ids[0]], x_prev[ids[1]], x_prev[ids[2]],
+                                        tri_dm_inv[t], tri_area[t], k, mat_coef[c], mat_damping[c] * inv_h)
+        f += fe
+        H += He
+    for a in range(v_bend_offsets[i] + lane, v_bend_offsets[i + 1], lanes):
+        code = v_bend[a]
+        e = code // 4
+        k = code - 4 * e
+        q = bend[e]
+        c = vertex_cloth[q[0]]
+        fe, He = bending_force_hessian(x[q[0]], x[q[1]], x[q[2]], x[q[3]], theta_prev[e], k, bend_k[e], bend_rest[e],
+                                       mat_damping[c] * inv_h)
+        f += fe
+        H += He
+    return f, H
+
+
+@wp.func
+def vertex_pair_contacts(
+    i: int, lane: int, lanes: int,
+    x: wp.array(dtype=wp.vec3), x_prev: wp.array(dtype=wp.vec3),
+    tri: wp.array(dtype=wp.vec3i), v_tri_offsets: wp.array(dtype=wp.int32), v_tri: wp.array(dtype=wp.int32),
+    edges: wp.array(dtype=wp.vec2i), v_edge_offsets: wp.array(dtype=wp.int32), v_edge: wp.array(dtype=wp.int32),
+    r: float, kc: float, mu: float, h: float, friction_eps: float,
+    collider_enabled: int, cpts: wp.array(dtype=wp.vec3), cvel: wp.array(dtype=wp.vec3), cvn: wp.array(dtype=wp.vec3),
+    cedges: wp.array2d(dtype=wp.int32), cen: wp.array(dtype=wp.vec3), kce: int, ce_count: wp.array(dtype=wp.int32),
+    ce_edge: wp.array(dtype=wp.int32), kct: int, ct_count: wp.array(dtype=wp.int32), ct_vertex: wp.array(dtype=wp.int32),
+    self_enabled: int, kv: int, kt: int, ke: int, vt_count: wp.array(dtype=wp.int32), vt_tri: wp.array(dtype=wp.int32),
+    tv_count: wp.array(dtype=wp.int32), tv_vertex: wp.array(dtype=wp.int32), ee_count: wp.array(dtype=wp.int32),
+    ee_edge: wp.array(dtype=wp.int32),
+):
+    """Contact blocks of vertex i from pair lists (collider features, self contact), this lane's share."""
+    f = wp.vec3(0.0)
+    H = wp.mat33(0.0)
+    xi = x[i]
+    xpi = x_prev[i]
+    eps_h = friction_eps * h
+    # over the triangles i is a corner of: collider vertices and (self) cloth vertices touching them
+    for a in range(v_tri_offsets[i] + lane, v_tri_offsets[i + 1], lanes):
+        code = v_tri[a]
+        t = code // 3
+        k = code - 3 * t
+        ids = tri[t]
+        if collider_enabled != 0:
+            # plane through the collider vertex with its outward normal, on the triangle's closest point
+            for b in range(ct_count[t]):
+                p = ct_vertex[t * kct + b]
+                cp = cpts[p]
+                qc, bw = closest_point_triangle(cp, x[ids[0]], x[ids[1]], x[ids[2]])
+                wk = bw[k]
+                if wk > 0.0:
+                    q_prev = bw[0] * x_prev[ids[0]] + bw[1] * x_prev[ids[1]] + bw[2] * x_prev[ids[2]]
+                    fc, Hc = contact_plane(qc, q_prev, cp, cvn[p], cvel[p], r, kc, mu, h, friction_eps)
+                    f += wk * fc
+                    H += (wk * wk) * Hc
+        if self_enabled != 0:
+            for b in range(tv_count[t]):
+                p = tv_vertex[t * kt + b]
+                fc, Hc = vt_contact_force_hessian(k + 1, x[p], x[ids[0]], x[ids[1]], x[ids[2]],
+                                                  x_prev[p], x_prev[ids[0]], x_prev[ids[1]], x_prev[ids[2]],
+                                                  r, kc, mu, eps_h)
+                f += fc
+                H += Hc
+    # over the edges i is an end of: collider edges and (self) cloth edges touching them
+    for a in range(v_edge_offsets[i] + lane, v_edge_offsets[i + 1], lanes):
+        code = v_edge[a]
+        e = code // 2
+        k = code - 2 * e
+        ea = edges[e]
+        if collider_enabled != 0:
+            # plane through the collider edge's closest point with the edge's outward normal
+            for b in range(ce_count[e]):
+                g = ce_edge[e * kce + b]
+                q0 = cedges[g, 0]
+                q1 = cedges[g, 1]
+                se, ue, dist = closest_points_edge_edge(x[ea[0]], x[ea[1]], cpts[q0], cpts[q1])
+                wk = 1.0 - se
+                if k == 1:
+                    wk = se
+                if wk > 0.0:
+                    qc = wp.lerp(x[ea[0]], x[ea[1]], se)
+                    q_prev = wp.lerp(x_prev[ea[0]], x_prev[ea[1]], se)
+                    cq = wp.lerp(cpts[q0], cpts[q1], ue)
+                    fc, Hc = contact_plane(qc, q_prev, cq, cen[g], wp.lerp(cvel[q0], cvel[q1], ue), r, kc, mu, h,
+                                           friction_eps)
+                    f += wk * fc
+                    H += (wk * wk) * Hc
+        if self_enabled != 0:
+            for b in range(ee_count[e]):
+                eb = edges[ee_edge[e * ke + b]]
+                fc, Hc = ee_contact_force_hessian(k, x[ea[0]], x[ea[1]], x[eb[0]], x[eb[1]],
+                                                  x_prev[ea[0]], x_prev[ea[1]], x_prev[eb[0]], x_prev[eb[1]],
+                                                  r, kc, mu, eps_h)
+                f += fc
+                H += Hc
+    # i as the point of vertex-triangle pairs (self), spread over lanes
+    if self_enabled != 0:
+        for a in range(lane, vt_count[i], lanes):
+            t = vt_tri[i * kv + a]
+            ids = tri[t]
+            fc, Hc = vt_contact_force_hessian(0, xi, x[ids[0]], x[ids[1]], x[ids[2]],
+                                              xpi, x_prev[ids[0]], x_prev[ids[1]], x_prev[ids[2]], r, kc, mu, eps_h)
+            f += fc
+            H += Hc
+    return f, H
+
+
+@wp.func
+def vertex_local(
+    i: int,
+    x: wp.array(dtype=wp.vec3), x_prev: wp.array(dtype=wp.vec3), y: wp.array(dtype=wp.vec3),
+    normals: wp.array(dtype=wp.vec3), mass: wp.array(dtype=float), vertex_area: wp.array(dtype=float),
+    spring: wp.array(dtype=wp.vec2i), spring_k: wp.array(dtype=float), v_spring_offsets: wp.array(dtype=wp.int32),
+    v_spring: wp.array(dtype=wp.int32),
+    h: float, drag: float, wind: wp.vec3, ground_enabled: int, ground_height: float,
+    r: float, kc: float, mu: float, friction_eps: float,
+    c_point: wp.array(dtype=wp.vec3), c_normal: wp.array(dtype=wp.vec3), c_vel: wp.array(dtype=wp.vec3),
+    c_active: wp.array(dtype=wp.int32), slots: int,
+):
+    """Per-vertex terms: inertia, seams, drag, ground and collider contact planes."""
+    xi = x[i]
+    xpi = x_prev[i]
+    inv_h = 1.0 / h
+    w = mass[i] * inv_h * inv_h
+    f = w * (y[i] - xi)
+    H = wp.identity(n=3, dtype=float) * w
+    # seams: zero-length springs ½·k·|x_i − x_j|²
+    for a in range(v_spring_offsets[i], v_spring_offsets[i + 1]):
+        code = v_spring[a]
+        s = code // 2
+        k = code - 2 * s
+        pair = spring[s]
+        j = pair[1 - k]
+        ks = spring_k[s]
+        f += -ks * (xi - x[j])
+        H += wp.identity(n=3, dtype=float) * ks
+    # aerodynamic drag along the normal: f = -drag·A·((v − wind)·n)·n
+    if drag > 0.0:
+        n = normals[i]
+        ca = drag * vertex_area[i]
+        vrel = (xi - xpi) * inv_h - wind
+        f += -ca * wp.dot(vrel, n) * n
+        H += (ca * inv_h) * wp.outer(n, n)
+    if ground_enabled != 0:
+        fc, Hc = contact_plane(xi, xpi, wp.vec3(0.0, ground_height, 0.0), wp.vec3(0.0, 1.0, 0.0), wp.vec3(0.0),
+                               r, kc, mu, h, friction_eps)
+        f += fc
+        H += Hc
+    for s in range(slots):
+        k = i * slots + s
+        if c_active[k] != 0:
+            fc, Hc = contact_plane(xi, xpi, c_point[k], c_normal[k], c_vel[k], r, kc, mu, h, friction_eps)
+            f += fc
+            H += Hc
+    return f, H
+
+
+@wp.func
+def vertex_update(
+    i: int, f: wp.vec3, H: wp.mat33, x: wp.array(dtype=wp.vec3), x_prev: wp.array(dtype=wp.vec3),
+    self_enabled: int, min_dist: wp.array(dtype=float), bound_fraction: float,
+):
+    """x_i ← x_i + H⁻¹f, limited by the self-contact conservative bound."""
+    if wp.abs(wp.determinant(H)) > 1.0e-20:
+        xpi = x_prev[i]
+        xn = x[i] + wp.inverse(H) * f
+        if self_enabled != 0:
+            # conservative bound: never move farther from the substep start than a fraction of the
+            # distance to the nearest non-adjacent primitive found at detection
+            d = xn - xpi
+            dl = wp.length(d)
+            bound = bound_fraction * min_dist[i]
+            if dl > bound:
+                xn = xpi + d * (bound / dl)
+        x[i] = xn
+
+
 @wp.kernel
 def vbd_solve_kernel(
+    color_vertices: wp.array(dtype=wp.int32),
+    color_start: int,
+    lanes: int,
     # state
     x: wp.array(dtype=wp.vec3),
     x_prev: wp.array(dtype=wp.vec3),
@@ -177,8 +394,6 @@ def vbd_solve_kernel(
     normals: wp.array(dtype=wp.vec3),
     theta_prev: wp.array(dtype=float),
     # model
-    color_vertices: wp.array(dtype=wp.int32),
-    color_start: int,
     mass: wp.array(dtype=float),
     vertex_area: wp.array(dtype=float),
     vertex_cloth: wp.array(dtype=wp.int32),
@@ -215,6 +430,23 @@ def vbd_solve_kernel(
     c_vel: wp.array(dtype=wp.vec3),
     c_active: wp.array(dtype=wp.int32),
     slots: int,
+    # edges and vertex -> edge adjacency
+    edges: wp.array(dtype=wp.vec2i),
+    v_edge_offsets: wp.array(dtype=wp.int32),
+    v_edge: wp.array(dtype=wp.int32),
+    # collider feature pairs (ColliderContacts), used when collider_enabled != 0
+    collider_enabled: int,
+    cpts: wp.array(dtype=wp.vec3),
+    cvel: wp.array(dtype=wp.vec3),
+    cvn: wp.array(dtype=wp.vec3),
+    cedges: wp.array2d(dtype=wp.int32),
+    cen: wp.array(dtype=wp.vec3),
+    kce: int,
+    ce_count: wp.array(dtype=wp.int32),
+    ce_edge: wp.array(dtype=wp.int32),
+    kct: int,
+    ct_count: wp.array(dtype=wp.int32),
+    ct_vertex: wp.array(dtype=wp.int32),
     # self-contact lists (clothsim.collision.SelfContactDetector), used when self_enabled != 0
     self_enabled: int,
     kv: int,
@@ -226,130 +458,136 @@ def vbd_solve_kernel(
     tv_vertex: wp.array(dtype=wp.int32),
     ee_count: wp.array(dtype=wp.int32),
     ee_edge: wp.array(dtype=wp.int32),
-    edges: wp.array(dtype=wp.vec2i),
-    v_edge_offsets: wp.array(dtype=wp.int32),
-    v_edge: wp.array(dtype=wp.int32),
     min_dist: wp.array(dtype=float),
     bound_fraction: float,
 ):
-    """One VBD pass over the vertices of one colour: x_i ← x_i + H_i⁻¹ f_i."""
+    """One VBD pass, one thread per vertex (CPU; lanes = 1): x_i ← x_i + H_i⁻¹ f_i."""
     tid = wp.tid()
     i = color_vertices[color_start + tid]
-    xi = x[i]
-    xpi = x_prev[i]
-    m = mass[i]
-    inv_h = 1.0 / h
-    w = m * inv_h * inv_h
-    f = w * (y[i] - xi)
-    H = wp.identity(n=3, dtype=float) * w
-    dx_step = xi - xpi
-
-    # membrane
-    for a in range(v_tri_offsets[i], v_tri_offsets[i + 1]):
-        code = v_tri[a]
-        t = code // 3
-        k = code - 3 * t
-        ids = tri[t]
-        c = tri_cloth[t]
-        fe, He = membrane_force_hessian(x[ids[0]], x[ids[1]], x[ids[2]], x_prev[ids[0]], x_prev[ids[1]], x_prev[ids[2]],
-                                        tri_dm_inv[t], tri_area[t], k, mat_coef[c], mat_damping[c] * inv_h)
-        f += fe
-        H += He
-
-    # bending
-    for a in range(v_bend_offsets[i], v_bend_offsets[i + 1]):
-        code = v_bend[a]
-        e = code // 4
-        k = code - 4 * e
-        q = bend[e]
-        c = vertex_cloth[q[0]]
-        fe, He = bending_force_hessian(x[q[0]], x[q[1]], x[q[2]], x[q[3]], theta_prev[e], k, bend_k[e], bend_rest[e],
-                                       mat_damping[c] * inv_h)
-        f += fe
-        H += He
-
-    # seams: zero-length springs ½·k·|x_i − x_j|²
-    for a in range(v_spring_offsets[i], v_spring_offsets[i + 1]):
-        code = v_spring[a]
-        s = code // 2
-        k = code - 2 * s
-        pair = spring[s]
-        j = pair[1 - k]
-        ks = spring_k[s]
-        f += -ks * (xi - x[j])
-        H += wp.identity(n=3, dtype=float) * ks
-
-    # aerodynamic drag along the normal: f = -drag·A·((v − wind)·n)·n
-    if drag > 0.0:
-        n = normals[i]
-        ca = drag * vertex_area[i]
-        vrel = dx_step * inv_h - wind
-        f += -ca * wp.dot(vrel, n) * n
-        H += (ca * inv_h) * wp.outer(n, n)
-
+    lane = int(0)
     ci = vertex_cloth[i]
     r = mat_thickness[ci]
     mu = mat_friction[ci]
-    if ground_enabled != 0:
-        fc, Hc = contact_plane(xi, xpi, wp.vec3(0.0, ground_height, 0.0), wp.vec3(0.0, 1.0, 0.0), wp.vec3(0.0),
-                               r, contact_stiffness, mu, h, friction_eps)
-        f += fc
-        H += Hc
-    for s in range(slots):
-        k = i * slots + s
-        if c_active[k] != 0:
-            fc, Hc = contact_plane(xi, xpi, c_point[k], c_normal[k], c_vel[k], r, contact_stiffness, mu, h, friction_eps)
-            f += fc
-            H += Hc
+    inv_h = 1.0 / h
+    fe, He = vertex_elastic(i, lane, lanes, x, x_prev, theta_prev, vertex_cloth, tri, tri_dm_inv, tri_area, tri_cloth,
+                            v_tri_offsets, v_tri, bend, bend_k, bend_rest, v_bend_offsets, v_bend, mat_coef, mat_damping,
+                            inv_h)
+    fc, Hc = vertex_pair_contacts(i, lane, lanes, x, x_prev, tri, v_tri_offsets, v_tri, edges, v_edge_offsets, v_edge,
+                                  r, contact_stiffness, mu, h, friction_eps,
+                                  collider_enabled, cpts, cvel, cvn, cedges, cen, kce, ce_count, ce_edge, kct, ct_count,
+                                  ct_vertex, self_enabled, kv, kt, ke, vt_count, vt_tri, tv_count, tv_vertex, ee_count,
+                                  ee_edge)
+    fl, Hl = vertex_local(i, x, x_prev, y, normals, mass, vertex_area, spring, spring_k, v_spring_offsets, v_spring,
+                          h, drag, wind, ground_enabled, ground_height, r, contact_stiffness, mu, friction_eps,
+                          c_point, c_normal, c_vel, c_active, slots)
+    vertex_update(i, fl + fe + fc, Hl + He + Hc, x, x_prev, self_enabled, min_dist, bound_fraction)
 
-    if self_enabled != 0:
-        # i as the point of vertex-triangle pairs
-        for a in range(vt_count[i]):
-            t = vt_tri[i * kv + a]
-            ids = tri[t]
-            fc, Hc = vt_contact_force_hessian(0, xi, x[ids[0]], x[ids[1]], x[ids[2]],
-                                              xpi, x_prev[ids[0]], x_prev[ids[1]], x_prev[ids[2]],
-                                              r, contact_stiffness, mu, friction_eps * h)
-            f += fc
-            H += Hc
-        # i as a vertex of triangles that other vertices touch
-        for a in range(v_tri_offsets[i], v_tri_offsets[i + 1]):
-            code = v_tri[a]
-            t = code // 3
-            k = code - 3 * t
-            ids = tri[t]
-            for b in range(tv_count[t]):
-                p = tv_vertex[t * kt + b]
-                fc, Hc = vt_contact_force_hessian(k + 1, x[p], x[ids[0]], x[ids[1]], x[ids[2]],
-                                                  x_prev[p], x_prev[ids[0]], x_prev[ids[1]], x_prev[ids[2]],
-                                                  r, contact_stiffness, mu, friction_eps * h)
-                f += fc
-                H += Hc
-        # i as an end of edges touching other edges
-        for a in range(v_edge_offsets[i], v_edge_offsets[i + 1]):
-            code = v_edge[a]
-            e = code // 2
-            k = code - 2 * e
-            ea = edges[e]
-            for b in range(ee_count[e]):
-                eb = edges[ee_edge[e * ke + b]]
-                fc, Hc = ee_contact_force_hessian(k, x[ea[0]], x[ea[1]], x[eb[0]], x[eb[1]],
-                                                  x_prev[ea[0]], x_prev[ea[1]], x_prev[eb[0]], x_prev[eb[1]],
-                                                  r, contact_stiffness, mu, friction_eps * h)
-                f += fc
-                H += Hc
 
-    if wp.abs(wp.determinant(H)) > 1.0e-20:
-        xn = xi + wp.inverse(H) * f
-        if self_enabled != 0:
-            # conservative bound: never move farther from the substep start than a fraction of the
-            # distance to the nearest non-adjacent primitive found at detection
-            d = xn - xpi
-            dl = wp.length(d)
-            bound = bound_fraction * min_dist[i]
-            if dl > bound:
-                xn = xpi + d * (bound / dl)
-        x[i] = xn
+@wp.kernel
+def vbd_solve_tile_kernel(
+    color_vertices: wp.array(dtype=wp.int32),
+    color_start: int,
+    lanes: int,
+    # state
+    x: wp.array(dtype=wp.vec3),
+    x_prev: wp.array(dtype=wp.vec3),
+    y: wp.array(dtype=wp.vec3),
+    normals: wp.array(dtype=wp.vec3),
+    theta_prev: wp.array(dtype=float),
+    # model
+    mass: wp.array(dtype=float),
+    vertex_area: wp.array(dtype=float),
+    vertex_cloth: wp.array(dtype=wp.int32),
+    tri: wp.array(dtype=wp.vec3i),
+    tri_dm_inv: wp.array(dtype=wp.mat22),
+    tri_area: wp.array(dtype=float),
+    tri_cloth: wp.array(dtype=wp.int32),
+    v_tri_offsets: wp.array(dtype=wp.int32),
+    v_tri: wp.array(dtype=wp.int32),
+    bend: wp.array(dtype=wp.vec4i),
+    bend_k: wp.array(dtype=float),
+    bend_rest: wp.array(dtype=float),
+    v_bend_offsets: wp.array(dtype=wp.int32),
+    v_bend: wp.array(dtype=wp.int32),
+    spring: wp.array(dtype=wp.vec2i),
+    spring_k: wp.array(dtype=float),
+    v_spring_offsets: wp.array(dtype=wp.int32),
+    v_spring: wp.array(dtype=wp.int32),
+    mat_coef: wp.array(dtype=wp.vec4),
+    mat_damping: wp.array(dtype=float),
+    mat_friction: wp.array(dtype=float),
+    mat_thickness: wp.array(dtype=float),
+    # environment
+    h: float,
+    drag: float,
+    wind: wp.vec3,
+    ground_enabled: int,
+    ground_height: float,
+    contact_stiffness: float,
+    friction_eps: float,
+    # collider contact planes (N * slots)
+    c_point: wp.array(dtype=wp.vec3),
+    c_normal: wp.array(dtype=wp.vec3),
+    c_vel: wp.array(dtype=wp.vec3),
+    c_active: wp.array(dtype=wp.int32),
+    slots: int,
+    # edges and vertex -> edge adjacency
+    edges: wp.array(dtype=wp.vec2i),
+    v_edge_offsets: wp.array(dtype=wp.int32),
+    v_edge: wp.array(dtype=wp.int32),
+    # collider feature pairs (ColliderContacts), used when collider_enabled != 0
+    collider_enabled: int,
+    cpts: wp.array(dtype=wp.vec3),
+    cvel: wp.array(dtype=wp.vec3),
+    cvn: wp.array(dtype=wp.vec3),
+    cedges: wp.array2d(dtype=wp.int32),
+    cen: wp.array(dtype=wp.vec3),
+    kce: int,
+    ce_count: wp.array(dtype=wp.int32),
+    ce_edge: wp.array(dtype=wp.int32),
+    kct: int,
+    ct_count: wp.array(dtype=wp.int32),
+    ct_vertex: wp.array(dtype=wp.int32),
+    # self-contact lists (clothsim.collision.SelfContactDetector), used when self_enabled != 0
+    self_enabled: int,
+    kv: int,
+    kt: int,
+    ke: int,
+    vt_count: wp.array(dtype=wp.int32),
+    vt_tri: wp.array(dtype=wp.int32),
+    tv_count: wp.array(dtype=wp.int32),
+    tv_vertex: wp.array(dtype=wp.int32),
+    ee_count: wp.array(dtype=wp.int32),
+    ee_edge: wp.array(dtype=wp.int32),
+    min_dist: wp.array(dtype=float),
+    bound_fraction: float,
+):
+    """One VBD pass, one block of ``lanes`` threads per vertex (CUDA): the lanes share the vertex's
+    elements and contact pairs, a tile reduction sums their blocks, lane 0 adds the per-vertex terms and
+    moves the vertex."""
+    tid = wp.tid()
+    slot = tid // lanes
+    lane = tid - slot * lanes
+    i = color_vertices[color_start + slot]
+    ci = vertex_cloth[i]
+    r = mat_thickness[ci]
+    mu = mat_friction[ci]
+    inv_h = 1.0 / h
+    fe, He = vertex_elastic(i, lane, lanes, x, x_prev, theta_prev, vertex_cloth, tri, tri_dm_inv, tri_area, tri_cloth,
+                            v_tri_offsets, v_tri, bend, bend_k, bend_rest, v_bend_offsets, v_bend, mat_coef, mat_damping,
+                            inv_h)
+    fc, Hc = vertex_pair_contacts(i, lane, lanes, x, x_prev, tri, v_tri_offsets, v_tri, edges, v_edge_offsets, v_edge,
+                                  r, contact_stiffness, mu, h, friction_eps,
+                                  collider_enabled, cpts, cvel, cvn, cedges, cen, kce, ce_count, ce_edge, kct, ct_count,
+                                  ct_vertex, self_enabled, kv, kt, ke, vt_count, vt_tri, tv_count, tv_vertex, ee_count,
+                                  ee_edge)
+    f_sum = wp.tile_reduce(wp.add, wp.tile(fe + fc, preserve_type=True))[0]
+    H_sum = wp.tile_reduce(wp.add, wp.tile(He + Hc, preserve_type=True))[0]
+    if lane == 0:
+        fl, Hl = vertex_local(i, x, x_prev, y, normals, mass, vertex_area, spring, spring_k, v_spring_offsets, v_spring,
+                              h, drag, wind, ground_enabled, ground_height, r, contact_stiffness, mu, friction_eps,
+                              c_point, c_normal, c_vel, c_active, slots)
+        vertex_update(i, fl + f_sum, Hl + H_sum, x, x_prev, self_enabled, min_dist, bound_fraction)
 
 
 @wp.kernel

@@ -11,7 +11,16 @@ from __future__ import annotations
 import warp as wp
 
 from . import kernels as K
+from . import collider_contacts as CC
 from .self_collision import SelfCollision, disabled_kernel_args
+
+# CUDA: threads per vertex in the solve. A grid vertex has 6 triangles, up to 12 bending hinges and 6
+# edges with their contact lists; 16 lanes take one or two of each (Newton's VBD uses 16 as well).
+# Spreading a vertex over a block pays while a colour fits in one wave of blocks; beyond that the idle
+# lanes cost more than they save (H200, 16 lanes: N=128 grid 33.2 -> 15.9 ms/frame, but N=256 35.9 ->
+# 39.7 and N=1024 152 -> 680), so larger colours use one thread per vertex.
+LANES = 16
+TILE_MAX_VERTICES = 4096
 
 
 class SolverVBD:
@@ -32,6 +41,13 @@ class SolverVBD:
         if settings.self_collision:
             self.self_contacts = SelfCollision(model, settings)
         self._self_off_args = disabled_kernel_args(d)
+        self.collider_contacts = None
+        self._collider_off_args = CC.disabled_kernel_args(d)
+        # frame backup (positions, velocities, last velocities) to redo a frame after a contact-list
+        # overflow; allocated with the first contact lists (self-collision or a collider)
+        self.backup = []
+        if self.self_contacts is not None:
+            self._alloc_backup()
         self.overflow_redos = 0
         self.materials_changed()
         self._graph = None
@@ -48,8 +64,17 @@ class SolverVBD:
     def add_collider(self, buf) -> int:
         self.colliders.append(buf)
         self._alloc_contacts()
+        if self.collider_contacts is not None:
+            self.collider_contacts.release()
+        self.collider_contacts = CC.ColliderContacts(self.model, self.colliders)
+        self._alloc_backup()
         self._graph = None
         return len(self.colliders) - 1
+
+    def _alloc_backup(self):
+        if not self.backup:
+            n, d = self.model.particle_count, self.model.device
+            self.backup = [wp.zeros(n, dtype=wp.vec3, device=d) for _ in range(3)]
 
     def collider(self, handle: int):
         if not (0 <= handle < len(self.colliders)):
@@ -68,25 +93,36 @@ class SolverVBD:
 
     # ------------------------------------------------------------------ stepping
     def frame(self, state) -> None:
-        sc = self.self_contacts
-        if sc is None:
+        detectors = [det for det in (self.self_contacts and self.self_contacts.detector, self.collider_contacts) if det]
+        if not detectors:
             self._run_frame(state)
         else:
             # contacts are never dropped: an overflow of any list (read once per frame) grows the
             # lists, drops the captured graph and redoes the frame from its saved start
-            sc.save(state)
+            self._save(state)
             while True:
-                sc.detector.reset_overflow()
+                for det in detectors:
+                    det.reset_overflow()
                 self._run_frame(state)
-                if not sc.detector.overflowed():
+                grown = [det for det in detectors if det.overflowed()]
+                if not grown:
                     break
-                sc.restore(state)
-                sc.detector.grow()
+                self._restore(state)
+                for det in grown:
+                    det.grow()
                 self._graph = None
                 self.overflow_redos += 1
         for c in self.colliders:
             c.end_frame()
         wp.copy(state.pin_start, state.pin_end)
+
+    def _save(self, state):
+        for dst, src in zip(self.backup, (state.x, state.v, state.v_last)):
+            wp.copy(dst, src)
+
+    def _restore(self, state):
+        for src, dst in zip(self.backup, (state.x, state.v, state.v_last)):
+            wp.copy(dst, src)
 
     def _run_frame(self, state) -> None:
         dev = self.model.device
@@ -126,6 +162,8 @@ class SolverVBD:
                 wp.launch(K.collider_detect_kernel, n,
                           inputs=[self.x_prev, c.mesh.id, k, slots, self.query_radius],
                           outputs=[self.c_point, self.c_normal, self.c_vel, self.c_active], device=dev)
+            if self.collider_contacts is not None:
+                self.collider_contacts.detect(self.x_prev, self.query_radius)
             if self.self_contacts is not None:
                 self.self_contacts.detect(self.x_prev)
             wp.launch(K.edge_angles_kernel, len(m.host_bend), inputs=[self.x_prev, m.bend], outputs=[self.theta_prev], device=dev)
@@ -143,22 +181,26 @@ class SolverVBD:
     def _solve_color(self, state, start, count, h, slots):
         m = self.model
         s = self.s
-        wp.launch(
-            K.vbd_solve_kernel, count,
-            inputs=[
-                state.x, self.x_prev, self.y, self.normals, self.theta_prev,
-                m.color_vertices, start, m.mass, m.vertex_area, m.vertex_cloth,
-                m.tri, m.tri_dm_inv, m.tri_area, m.tri_cloth, m.v_tri_offsets, m.v_tri,
-                m.bend, m.bend_k, m.bend_rest, m.v_bend_offsets, m.v_bend,
-                m.spring, m.spring_k, m.v_spring_offsets, m.v_spring,
-                m.mat_coef, m.mat_damping, m.mat_friction, m.mat_thickness,
-                h, s.drag, wp.vec3(*s.wind), int(s.ground is not None), float(s.ground or 0.0),
-                s.contact_stiffness, s.friction_eps,
-                self.c_point, self.c_normal, self.c_vel, self.c_active, slots,
-                *(self.self_contacts.kernel_args() if self.self_contacts is not None else self._self_off_args),
-            ],
-            device=m.device,
-        )
+        args = [
+            state.x, self.x_prev, self.y, self.normals, self.theta_prev,
+            m.mass, m.vertex_area, m.vertex_cloth,
+            m.tri, m.tri_dm_inv, m.tri_area, m.tri_cloth, m.v_tri_offsets, m.v_tri,
+            m.bend, m.bend_k, m.bend_rest, m.v_bend_offsets, m.v_bend,
+            m.spring, m.spring_k, m.v_spring_offsets, m.v_spring,
+            m.mat_coef, m.mat_damping, m.mat_friction, m.mat_thickness,
+            h, s.drag, wp.vec3(*s.wind), int(s.ground is not None), float(s.ground or 0.0),
+            s.contact_stiffness, s.friction_eps,
+            self.c_point, self.c_normal, self.c_vel, self.c_active, slots,
+            m.edges, m.v_edge_offsets, m.v_edge,
+            *(self.collider_contacts.kernel_args() if self.collider_contacts is not None else self._collider_off_args),
+            *(self.self_contacts.kernel_args() if self.self_contacts is not None else self._self_off_args),
+        ]
+        if m.device.is_cuda and count <= TILE_MAX_VERTICES:
+            # a block of LANES threads per vertex shares its elements; a tile reduction sums them
+            wp.launch(K.vbd_solve_tile_kernel, count * LANES, inputs=[m.color_vertices, start, LANES, *args],
+                      block_dim=LANES, device=m.device)
+        else:
+            wp.launch(K.vbd_solve_kernel, count, inputs=[m.color_vertices, start, 1, *args], device=m.device)
 
     # ------------------------------------------------------------------ memory
     def memory_report(self) -> dict:
@@ -171,6 +213,9 @@ class SolverVBD:
         }
         if self.self_contacts is not None:
             rep["self_contacts"] = self.self_contacts.nbytes()
+        if self.collider_contacts is not None:
+            rep["collider_feature_contacts"] = self.collider_contacts.nbytes()
+        rep["frame_backup"] = sum(a.capacity for a in self.backup)
         return rep
 
     def release(self) -> None:
@@ -181,6 +226,11 @@ class SolverVBD:
         if self.self_contacts is not None:
             self.self_contacts.release()
             self.self_contacts = None
+        if self.collider_contacts is not None:
+            self.collider_contacts.release()
+            self.collider_contacts = None
+        self.backup = []
+        self._collider_off_args = []
         self.x_prev = self.y = self.normals = self.bad = self.theta_prev = None
         self._self_off_args = []
         self.c_point = self.c_normal = self.c_vel = self.c_active = None

@@ -1,0 +1,212 @@
+"""ColliderContacts: the solver's owner of cloth-vs-collider feature contacts.
+
+Vertex contacts (a cloth vertex against the closest collider surface point, kept as a contact plane) stop
+cloth vertices from entering a collider, but a collider's sharp features can still cross the cloth
+between its vertices: a box edge through the middle of a cloth edge, a fingertip or shoulder vertex
+through a cloth triangle. This owner adds the two missing pair kinds, found at the start of every
+substep within the contact search radius (thickness + contact_margin):
+
+* cloth edge – collider edge pairs, per cloth edge, up to ``edge_capacity`` each;
+* cloth triangle – collider vertex pairs, per cloth triangle, up to ``triangle_capacity`` each.
+
+Each pair is a one-sided contact plane through the collider feature with the feature's outward normal n
+(vertex: area-weighted face normals; edge: mean of its two faces' normals): with c the closest point on
+the cloth feature (barycentric weights w_j of its vertices) and d = n·(c − p), the penalty
+½·k_c·(r − d)² for d < r and Coulomb friction enter the VBD solve of each cloth vertex j with weight w_j
+(force w_j·f, Hessian w_j²·H; the collider side is kinematic). One-sided, so a cloth feature that has
+been pushed across is pushed back out, never held on the wrong side. All colliders are gathered into one point set (per-collider offsets)
+with one vertex BVH and one edge BVH, refit (never rebuilt) every substep as the colliders move.
+A list overflow is counted on the device, read once per frame; the solver then grows the lists and
+redoes the frame, so no contact is dropped.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import warp as wp
+
+from ..collision.mesh_collider import (
+    collider_vertex_kernel,
+    edge_collider_kernel,
+    reset_bounds_kernel,
+    triangle_collider_vertex_kernel,
+)
+from ..collision.self_contact import edge_bounds_kernel
+from ..topology import csr, unique_edges
+
+
+@wp.func
+def _face_normal(pts: wp.array(dtype=wp.vec3), tris: wp.array(dtype=wp.vec3i), f: int):
+    t = tris[f]
+    return wp.cross(pts[t[1]] - pts[t[0]], pts[t[2]] - pts[t[0]])
+
+
+@wp.kernel
+def collider_vertex_normals_kernel(
+    pts: wp.array(dtype=wp.vec3),
+    tris: wp.array(dtype=wp.vec3i),
+    v_face_offsets: wp.array(dtype=wp.int32),
+    v_face: wp.array(dtype=wp.int32),
+    normals: wp.array(dtype=wp.vec3),
+):
+    """Area-weighted outward vertex normals, summed in a fixed order (deterministic)."""
+    i = wp.tid()
+    n = wp.vec3(0.0)
+    for a in range(v_face_offsets[i], v_face_offsets[i + 1]):
+        n += _face_normal(pts, tris, v_face[a])
+    normals[i] = wp.normalize(n)
+
+
+@wp.kernel
+def collider_edge_normals_kernel(
+    pts: wp.array(dtype=wp.vec3),
+    tris: wp.array(dtype=wp.vec3i),
+    edge_faces: wp.array(dtype=wp.vec2i),
+    normals: wp.array(dtype=wp.vec3),
+):
+    """Outward edge normals: the mean of the unit normals of the edge's (one or two) faces."""
+    e = wp.tid()
+    ef = edge_faces[e]
+    n = wp.normalize(_face_normal(pts, tris, ef[0]))
+    if ef[1] >= 0:
+        n += wp.normalize(_face_normal(pts, tris, ef[1]))
+    normals[e] = wp.normalize(n)
+
+
+class ColliderContacts:
+    """Device buffers: ``points``/``velocities`` (Nc,) vec3 [m], [m/s] of all colliders at the current
+    substep; ``edges`` (Ec, 2) int32 collider edges (global point indices); per cloth edge ``ce_count``
+    (E,) and ``ce_edge`` (E·Ke,); per cloth triangle ``ct_count`` (T,) and ``ct_vertex`` (T·Kt,);
+    ``overflow`` (1,) and ``required`` (2,) int32."""
+
+    def __init__(self, model, colliders, *, edge_capacity: int = 8, triangle_capacity: int = 4):
+        d = model.device
+        self.device = d
+        self.colliders = list(colliders)
+        counts = [c.vertex_count for c in self.colliders]
+        self.offsets = np.concatenate([[0], np.cumsum(counts)]).astype(int)
+        nc = int(self.offsets[-1])
+        tris = np.concatenate([c.indices.numpy().reshape(-1, 3) + o for c, o in zip(self.colliders, self.offsets)])
+        cedges, tri_edge = unique_edges(tris)
+        # vertex -> faces (CSR) and edge -> its two faces (-1 on an open boundary), for outward normals
+        v_off, v_face = csr(tris.ravel(), np.repeat(np.arange(len(tris)), 3), nc)
+        edge_faces = np.full((len(cedges), 2), -1, dtype=np.int64)
+        e_flat, f_flat = tri_edge.ravel(), np.repeat(np.arange(len(tris)), 3)
+        order = np.argsort(e_flat, kind="stable")
+        e_sorted, f_sorted = e_flat[order], f_flat[order]
+        first = np.r_[True, e_sorted[1:] != e_sorted[:-1]]
+        edge_faces[e_sorted[first], 0] = f_sorted[first]
+        edge_faces[e_sorted[~first], 1] = f_sorted[~first]
+        self.triangles = wp.array(tris.astype(np.int32), dtype=wp.vec3i, device=d)
+        self.v_face_offsets = wp.array(v_off.astype(np.int32), dtype=wp.int32, device=d)
+        self.v_face = wp.array(v_face.astype(np.int32), dtype=wp.int32, device=d)
+        self.edge_faces = wp.array(edge_faces.astype(np.int32), dtype=wp.vec2i, device=d)
+        self.vertex_normals = wp.zeros(nc, dtype=wp.vec3, device=d)
+        self.edge_normals = wp.zeros(len(cedges), dtype=wp.vec3, device=d)
+        self.points = wp.zeros(nc, dtype=wp.vec3, device=d)
+        self.velocities = wp.zeros(nc, dtype=wp.vec3, device=d)
+        self.edges = wp.array(cedges.astype(np.int32), dtype=wp.int32, device=d)
+        self.bounds = wp.zeros(2, dtype=wp.vec3, device=d)
+        self.vertex_lowers = wp.zeros(nc, dtype=wp.vec3, device=d)
+        self.vertex_uppers = wp.zeros(nc, dtype=wp.vec3, device=d)
+        self.edge_lowers = wp.zeros(len(cedges), dtype=wp.vec3, device=d)
+        self.edge_uppers = wp.zeros(len(cedges), dtype=wp.vec3, device=d)
+        self.cloth_edges = wp.array(model.host_edges.astype(np.int32), dtype=wp.int32, device=d)
+        self.cloth_triangles = wp.array(model.host_triangles.astype(np.int32), dtype=wp.int32, device=d)
+        self.edge_capacity = int(edge_capacity)
+        self.triangle_capacity = int(triangle_capacity)
+        self.ce_count = wp.zeros(len(model.host_edges), dtype=wp.int32, device=d)
+        self.ct_count = wp.zeros(len(model.host_triangles), dtype=wp.int32, device=d)
+        self.overflow = wp.zeros(1, dtype=wp.int32, device=d)
+        self.required = wp.zeros(2, dtype=wp.int32, device=d)
+        self._allocate_lists()
+        self._gather()
+        self.vertex_bvh = wp.Bvh(self.vertex_lowers, self.vertex_uppers)
+        self.edge_bvh = wp.Bvh(self.edge_lowers, self.edge_uppers)
+
+    def _allocate_lists(self):
+        d = self.device
+        self.ce_edge = wp.zeros(self.ce_count.shape[0] * self.edge_capacity, dtype=wp.int32, device=d)
+        self.ct_vertex = wp.zeros(self.ct_count.shape[0] * self.triangle_capacity, dtype=wp.int32, device=d)
+
+    def _gather(self):
+        """Copy every collider's current points and velocities in; recompute the BVH boxes."""
+        d = self.device
+        for c, o in zip(self.colliders, self.offsets):
+            wp.copy(self.points, c.points, dest_offset=int(o), count=c.vertex_count)
+            wp.copy(self.velocities, c.velocities, dest_offset=int(o), count=c.vertex_count)
+        wp.launch(reset_bounds_kernel, 1, inputs=[], outputs=[self.bounds], device=d)
+        wp.launch(collider_vertex_kernel, self.points.shape[0], inputs=[self.points],
+                  outputs=[self.vertex_lowers, self.vertex_uppers, self.bounds], device=d)
+        wp.launch(edge_bounds_kernel, self.edges.shape[0], inputs=[self.points, self.edges],
+                  outputs=[self.edge_lowers, self.edge_uppers], device=d)
+        wp.launch(collider_vertex_normals_kernel, self.points.shape[0],
+                  inputs=[self.points, self.triangles, self.v_face_offsets, self.v_face],
+                  outputs=[self.vertex_normals], device=d)
+        wp.launch(collider_edge_normals_kernel, self.edges.shape[0],
+                  inputs=[self.points, self.triangles, self.edge_faces], outputs=[self.edge_normals], device=d)
+
+    def detect(self, x_prev, query_radius: float) -> None:
+        """Refit to the colliders' current substep pose and list the pairs near the cloth at ``x_prev``."""
+        d = self.device
+        self._gather()
+        self.vertex_bvh.refit()
+        self.edge_bvh.refit()
+        r = float(query_radius)
+        wp.launch(edge_collider_kernel, self.ce_count.shape[0],
+                  inputs=[self.edge_bvh.id, self.points, self.edges, x_prev, self.cloth_edges, r, self.edge_capacity],
+                  outputs=[self.ce_count, self.ce_edge, self.overflow, self.required], device=d)
+        wp.launch(triangle_collider_vertex_kernel, self.ct_count.shape[0],
+                  inputs=[self.vertex_bvh.id, self.points, x_prev, self.cloth_triangles, r, self.triangle_capacity],
+                  outputs=[self.ct_count, self.ct_vertex, self.overflow, self.required], device=d)
+
+    def kernel_args(self) -> list:
+        return [1, self.points, self.velocities, self.vertex_normals, self.edges, self.edge_normals, self.edge_capacity, self.ce_count, self.ce_edge,
+                self.triangle_capacity, self.ct_count, self.ct_vertex]
+
+    # overflow protocol shared with the self-contact detector
+    def reset_overflow(self) -> None:
+        self.overflow.zero_()
+        self.required.zero_()
+
+    def overflowed(self) -> bool:
+        return int(self.overflow.numpy()[0]) > 0
+
+    def grow(self) -> None:
+        """Grow each list kind to the longest list seen (doubling); reallocate; reset the counters."""
+        req = self.required.numpy()
+        caps = [self.edge_capacity, self.triangle_capacity]
+        for k in range(2):
+            while caps[k] < req[k]:
+                caps[k] *= 2
+        if caps == [self.edge_capacity, self.triangle_capacity]:
+            caps = [2 * c for c in caps]
+        self.edge_capacity, self.triangle_capacity = caps
+        self._allocate_lists()
+        self.reset_overflow()
+
+    def arrays(self) -> list:
+        names = ("points", "velocities", "edges", "triangles", "v_face_offsets", "v_face", "edge_faces",
+                 "vertex_normals", "edge_normals", "bounds", "vertex_lowers", "vertex_uppers", "edge_lowers",
+                 "edge_uppers", "cloth_edges", "cloth_triangles", "ce_count", "ce_edge", "ct_count", "ct_vertex",
+                 "overflow", "required")
+        return [getattr(self, n) for n in names if getattr(self, n, None) is not None]
+
+    def nbytes(self) -> int:
+        return sum(a.capacity for a in self.arrays())
+
+    def release(self) -> None:
+        self.vertex_bvh = self.edge_bvh = None
+        for n in ("points", "velocities", "edges", "triangles", "v_face_offsets", "v_face", "edge_faces",
+                 "vertex_normals", "edge_normals", "bounds", "vertex_lowers", "vertex_uppers", "edge_lowers",
+                  "edge_uppers", "cloth_edges", "cloth_triangles", "ce_count", "ce_edge", "ct_count", "ct_vertex",
+                  "overflow", "required"):
+            setattr(self, n, None)
+        self.colliders = []
+
+
+def disabled_kernel_args(device) -> list:
+    """Placeholder arguments for the VBD kernel when there is no collider (never read)."""
+    i1 = wp.zeros(1, dtype=wp.int32, device=device)
+    v1 = wp.zeros(1, dtype=wp.vec3, device=device)
+    return [0, v1, v1, v1, wp.zeros((1, 2), dtype=wp.int32, device=device), v1, 1, i1, i1, 1, i1, i1]
