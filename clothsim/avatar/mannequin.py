@@ -3,7 +3,7 @@
 How it is built
 ---------------
 1. :class:`BodyShape` turns :class:`Measurements` into a signed-distance-like function ``F(p)`` (negative
-   inside): a torso lofted from egg-shaped horizontal sections whose radii are cubic (PCHIP) functions of
+   inside): a torso lofted from egg-shaped horizontal sections whose radii are natural cubic-spline (C2) functions of
    height, with neck, head, arms, hands, legs and feet as round cones and ellipsoids, all joined by a C1
    smooth union. The torso's chest, waist and hip sections are scaled (a fixed-point iteration on the
    section's convex-hull perimeter, i.e. what a tape measure reads) so that the body has exactly the
@@ -28,7 +28,7 @@ import functools
 import math
 
 import numpy as np
-from scipy.interpolate import PchipInterpolator
+from scipy.interpolate import CubicSpline
 
 from ..errors import InputError
 from .measurements import Measurements
@@ -174,7 +174,7 @@ class BodyShape:
                 bf, bb = bf * s, bb * s
             ys.append(self.y_crotch + t * self.span)
             cols.append((a, bf, bb, zc))
-        self._torso_interp = PchipInterpolator(np.array(ys), np.array(cols), axis=0, extrapolate=True)
+        self._torso_interp = CubicSpline(np.array(ys), np.array(cols), axis=0, bc_type="natural", extrapolate=True)
         self.torso_bottom = self.y_crotch + self.bottom_offset
         self.torso_top = self.y_neck + 0.01
         self._build_primitives()
