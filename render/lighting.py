@@ -37,13 +37,13 @@ class Light:
 class StudioRig:
     """Key (shadowed), fill, rim and a gradient environment dome (linear radiance top/horizon/bottom)."""
 
-    key: Light = Light(-40.0, 42.0, (2.6, 2.55, 2.45))
-    fill: Light = Light(55.0, 18.0, (0.55, 0.57, 0.6))
-    rim: Light = Light(-160.0, 30.0, (1.3, 1.3, 1.3))
-    env_top: tuple[float, float, float] = (0.95, 0.95, 0.97)
-    env_horizon: tuple[float, float, float] = (0.62, 0.62, 0.63)
-    env_bottom: tuple[float, float, float] = (0.42, 0.41, 0.40)
-    env_intensity: float = 1.0
+    key: Light = Light(-40.0, 38.0, (3.3, 3.22, 3.1))
+    fill: Light = Light(60.0, 15.0, (0.42, 0.44, 0.47))
+    rim: Light = Light(-155.0, 28.0, (1.5, 1.5, 1.5))
+    env_top: tuple[float, float, float] = (1.0, 1.0, 1.02)
+    env_horizon: tuple[float, float, float] = (0.55, 0.55, 0.56)
+    env_bottom: tuple[float, float, float] = (0.24, 0.235, 0.23)
+    env_intensity: float = 0.8
     key_angle_deg: float = 9.0   # apparent size of the key softbox: sets the shadow penumbra
 
     def to_dict(self) -> dict:

@@ -37,7 +37,7 @@ float key_visibility(vec3 p, float extra_bias) {
     }
     if (blockers == 0.0) return 1.0;
     blocker_depth /= blockers;
-    float penumbra = clamp((z - blocker_depth) * u_light_size_uv, 1.5 * texel.x, 24.0 * texel.x);
+    float penumbra = clamp((z - blocker_depth) * u_light_size_uv, 2.5 * texel.x, 24.0 * texel.x);
 
     // percentage-closer filtering: 12 bilinear compare taps (4 depth comparisons each)
     float lit = 0.0;
