@@ -111,7 +111,7 @@ class BodyShape:
         """Arm angle below horizontal [rad]: 45 degrees, raised (smoothly in the measurements) when a broad chest
         would bring the inner arm within 3 cm of the torso at chest height (not below chest 1.15 m at default sizes)."""
         m = self.m
-        a_chest = max(r[1] for r in _TORSO_ROWS if r[5] == "chest" and r[1] is not None) * self._initial_scales()[2]
+        a_chest = max(r[1] for r in _TORSO_ROWS if r[5] == "chest" and r[1] is not None) * self._initial_scales()[2] ** 0.6
         xs, ys = m.shoulder / 2.0 - 0.045, self.y_shoulder - 0.03
         r_arm = 0.046 * self.limb_scale
         dy = ys - self.y_chest
@@ -167,11 +167,13 @@ class BodyShape:
             if group == "neck":
                 a, bf, bb = 1.05 * self.r_neck, self.r_neck, self.r_neck
             else:
+                # a broader chest grows deeper more than wider (keeps the armpits clear of the arms)
+                sa, sb = (s ** 0.6, s ** 1.4) if group == "chest" else (s, s)
                 if a is None:  # shoulder row: the torso reaches the deltoids
                     a = self.m.shoulder / 2.0 - 0.05
                 else:
-                    a = a * s
-                bf, bb = bf * s, bb * s
+                    a = a * sa
+                bf, bb = bf * sb, bb * sb
             ys.append(self.y_crotch + t * self.span)
             cols.append((a, bf, bb, zc))
         self._torso_interp = CubicSpline(np.array(ys), np.array(cols), axis=0, bc_type="natural", extrapolate=True)
@@ -603,7 +605,7 @@ def mannequin(measurements: Measurements | None = None, **kwargs) -> Avatar:
     for k in range(4):
         jk = idx[:, k]
         mapped += w[:, k:k + 1] * (np.einsum("nab,nb->na", s[jk], v) + c[jk])
-    v = _relax(dst.project(mapped), tpl["triangles"], tpl["adjacency"], dst, iterations=2, steps=2)
+    v = _relax(dst.project(mapped), tpl["triangles"], tpl["adjacency"], dst, iterations=5, steps=2)
     v = v.copy()
     return Avatar(v, tpl["triangles"].copy(), JOINT_NAMES, JOINT_PARENTS, dst.joint_array(), tpl["weights"].copy(),
                   tpl["indices"].copy(),
