@@ -36,7 +36,8 @@ def large() -> Avatar:
 
 
 def _section_perimeter(avatar: Avatar, y: float) -> float:
-    """Tape-measure circumference: convex-hull perimeter of the mesh's section loop around the body axis."""
+    """Tape-measure circumference: convex-hull perimeter of the mesh's section loop around the body axis
+    (computed here from trimesh directly, independently of Avatar.girth)."""
     mesh = avatar.to_trimesh()
     sec = mesh.section(plane_origin=[0.0, y, 0.0], plane_normal=[0.0, 1.0, 0.0])
     assert sec is not None, f"no section at y = {y}"
@@ -109,6 +110,18 @@ def test_circumferences_match_the_measurements(which, request):
     for landmark, target in (("chest", m.chest), ("waist", m.waist), ("hip", m.hips)):
         got = _section_perimeter(a, float(a.landmarks[landmark][1]))
         assert got == pytest.approx(target, rel=5e-3), f"{landmark}: {got:.4f} m vs {target:.4f} m"
+
+
+def test_girth_helper_reads_the_mesh(default):
+    y = float(default.landmarks["waist"][1])
+    assert default.girth(y) == pytest.approx(_section_perimeter(default, y), rel=1e-12)
+    # the left thigh, 10 cm below the crotch: a loop around (hip joint x, 0); thigh 0.56 * hips = 0.549 m
+    # at the top, tapering towards the knee, so between the knee's and the top's girth
+    x_hip = default.joint_positions[default.joint_index("hip_l"), 0]
+    g = default.girth(0.68, near=(x_hip, 0.0))
+    assert 2 * np.pi * 0.054 < g < default.measurements.thigh_circumference
+    with pytest.raises(InputError, match="no section at y = 2.500 m"):
+        default.section(2.5)
 
 
 @pytest.mark.parametrize("which", ["default", "small", "large"])
@@ -287,3 +300,20 @@ def test_cloth_rests_on_the_mannequin_collider(default, device):
     assert f.min() > -1e-3, f"cloth vertex {f.min() * 1e3:.2f} mm inside the body"
     assert x[:, 1].min() > 1.2, "the cloth fell past the shoulders"
     assert f.min() < 0.01, "the cloth touches the body"
+
+
+def test_template_cache_round_trips(tmp_path, monkeypatch):
+    """The template built from scratch and the one read back from the on-disk cache give the same body."""
+    import importlib
+
+    mq = importlib.import_module("clothsim.avatar.mannequin")
+    monkeypatch.setenv("CLOTHSIM_CACHE", str(tmp_path))
+    path = mq._template_cache_file()
+    assert path.parent.parent == tmp_path and not path.exists()
+    built = mq._template.__wrapped__()  # bypass the per-process cache: builds, then writes the file
+    assert path.is_file()
+    loaded = mq._template.__wrapped__()  # reads the file
+    for key in ("vertices", "triangles", "weights", "indices"):
+        assert np.array_equal(built[key], loaded[key]), key
+    assert loaded["shape"].scales == built["shape"].scales
+    assert loaded["shape"].bottom_offset == built["shape"].bottom_offset

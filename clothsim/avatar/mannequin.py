@@ -470,9 +470,56 @@ def _sample_near_surface(fn, axes, coarse: int = 4) -> np.ndarray:
     return vol.reshape(tuple(len(a) for a in axes))
 
 
+def _template_cache_file():
+    """``$CLOTHSIM_CACHE/avatars/mannequin-<key>.npz`` (or under ~/.cache/clothsim); the key hashes the code
+    that builds the template and the scikit-image version, so a change of either builds it afresh."""
+    import hashlib
+    import os
+    from pathlib import Path
+
+    import skimage
+
+    h = hashlib.sha256(skimage.__version__.encode())
+    for f in ("mannequin.py", "sdf.py", "measurements.py"):
+        h.update((Path(__file__).parent / f).read_bytes())
+    root = os.environ.get("CLOTHSIM_CACHE")
+    base = Path(root) if root else Path.home() / ".cache" / "clothsim"
+    return base / "avatars" / f"mannequin-{h.hexdigest()[:16]}.npz"
+
+
 @functools.lru_cache(maxsize=1)
 def _template() -> dict:
-    """Mesh, skin weights and skeleton of the default body (computed once per process, ~10 s)."""
+    """Mesh, skin weights and skeleton of the default body: read from the on-disk cache when it is there
+    (~0.1 s), else built (~6 s on 2 CPU cores) and cached; a cache that cannot be written is skipped."""
+    try:
+        path = _template_cache_file()
+    except ImportError:
+        path = None
+    if path is not None and path.is_file():
+        try:
+            with np.load(path) as z:
+                d = {k: z[k] for k in ("vertices", "triangles", "weights", "indices", "scales", "bottom_offset")}
+            shape = BodyShape(Measurements(), scales=tuple(d["scales"]), bottom_offset=float(d["bottom_offset"]))
+            return {"vertices": d["vertices"], "triangles": d["triangles"], "weights": d["weights"],
+                    "indices": d["indices"], "shape": shape, "adjacency": _adjacency(d["triangles"], len(d["vertices"]))}
+        except Exception:  # a damaged cache file: build afresh (and overwrite it)
+            pass
+    tpl = _build_template()
+    if path is not None:
+        try:
+            from ..io import write_npz
+
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write_npz(path, vertices=tpl["vertices"], triangles=tpl["triangles"], weights=tpl["weights"],
+                      indices=tpl["indices"], scales=np.array(tpl["shape"].scales),
+                      bottom_offset=np.array(tpl["shape"].bottom_offset))
+        except OSError:
+            pass
+    return tpl
+
+
+def _build_template() -> dict:
+    """Marching cubes, relaxation and skin weights of the default body (see the module doc)."""
     import trimesh
     try:
         from skimage.measure import marching_cubes

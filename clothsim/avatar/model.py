@@ -113,6 +113,26 @@ class Avatar:
         """Rest-pose height [m] (top of the mesh; the feet are on y = 0)."""
         return float(self.vertices[:, 1].max() - self.vertices[:, 1].min())
 
+    def section(self, y: float, vertices=None, near=(0.0, 0.0)) -> np.ndarray:
+        """The closed loop of the horizontal cut of the mesh at height ``y`` [m] nearest to the point
+        ``near`` = (x, z) [m] (default: the body axis), as (K, 2) points (x, z) [m].
+
+        Garment placement reads body outlines from it (e.g. a skirt's waistband radius)."""
+        mesh = self.to_trimesh(vertices)
+        sec = mesh.section(plane_origin=[0.0, float(y), 0.0], plane_normal=[0.0, 1.0, 0.0])
+        if sec is None:
+            lo, hi = mesh.bounds[:, 1]
+            raise InputError(f"Avatar {self.name!r}: no section at y = {y:.3f} m; the body spans y = {lo:.3f} to {hi:.3f} m")
+        c = np.asarray(near, dtype=np.float64)
+        loop = min(sec.discrete, key=lambda p: float(np.linalg.norm(p.mean(axis=0)[[0, 2]] - c)))
+        return loop[:, [0, 2]]
+
+    def girth(self, y: float, vertices=None, near=(0.0, 0.0)) -> float:
+        """Tape-measure girth [m] at height ``y``: the convex-hull perimeter of :meth:`section`."""
+        from scipy.spatial import ConvexHull
+
+        return float(ConvexHull(self.section(y, vertices, near)).area)  # 2D hull: area is the perimeter
+
     # ------------------------------------------------------------------ skinning
     def joint_transforms(self, rotations=None, translation=None) -> tuple[np.ndarray, np.ndarray]:
         """World skinning transforms of every joint: ``x' = x + D_j x + t_j`` with ``D_j = R_j - I``.
