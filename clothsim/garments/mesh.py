@@ -75,6 +75,11 @@ class GarmentMesh:
         default the pattern's fabric. (A Cloth has one fabric: per-panel fabrics are not applied.)"""
         from ..cloth import Cloth
 
+        if fabric is None and len(set(self.panel_fabrics)) > 1:
+            import warnings
+
+            warnings.warn(f"{self.name}: panels use fabrics {sorted(set(self.panel_fabrics))} but a Cloth has one "
+                          f"fabric; simulating all panels as {self.fabric!r}", stacklevel=2)
         cloth = Cloth.from_mesh(self.vertices, self.triangles, rest_uv=self.rest_uv,
                                 fabric=self.fabric if fabric is None else fabric, name=name or self.name)
         if len(self.seams):
@@ -119,7 +124,10 @@ def mesh_pattern(pattern, edge_length: float, *, min_angle: float = 30.0, smooth
     """
     import triangle as tr
 
-    h = float(edge_length) if isinstance(edge_length, (int, float)) else math.nan
+    try:
+        h = math.nan if isinstance(edge_length, bool) else float(edge_length)
+    except (TypeError, ValueError):
+        h = math.nan
     if not (math.isfinite(h) and h > 0):
         raise InputError(f"{pattern.source}: edge_length must be a positive length in metres, got {edge_length!r}")
     if not (0 < min_angle <= 34):
