@@ -1,8 +1,8 @@
 """The soft studio rig: key, fill, rim lights placed relative to the camera, and a gradient dome.
 
 Lights move with the camera (a photographer's rig, the product turns on a turntable), so every
-standard view is lit the same way. Radiances are linear; exposure 1 puts a white (0.8 albedo)
-fabric facing the key at ~0.8 before tone mapping.
+standard view is lit the same way. Radiances are linear; at the default exposure (0.8) a white
+fabric facing the key keeps its folds below the tone map's highlight compression.
 """
 
 from __future__ import annotations
