@@ -110,7 +110,7 @@ def test_valid_scene_loads_with_resolved_paths_and_types(scene_dir):
     assert s.avatar.kind is AvatarKind.FILE and s.avatar.file == (scene_dir / "body.obj").resolve()
     g = s.garments[0]
     assert g.mesh == (scene_dir / "tube.obj").resolve() and g.pattern is None
-    assert g.fabric == cs.Fabric.preset("cotton")
+    assert g.fabric == cs.Fabric.preset("cotton")  # given in the file; None when left out (the pattern's)
     assert s.simulation.substeps == 4 and s.simulation.frame_cap == 20
     assert s.simulation.checks.seam_gap == 0.004
     assert s.cameras[0].view is View.FRONT
@@ -291,3 +291,64 @@ def test_cli_bad_scene_exits_2_and_writes_nothing(scene_dir):
     assert result.exit_code == 2, result.output
     assert "simulation.iteratons" in result.output and "Traceback" not in result.output
     assert not out.exists()
+
+
+PATTERN = """\
+name = "tube"
+fabric = "cotton"
+
+[[panels]]
+name = "front"
+placement = {{ translation = [0.0, 0.8, 0.25] }}
+  [[panels.edges]]
+  name = "hem"
+  points = [[-0.2, 0.0], [0.2, 0.0]]
+  [[panels.edges]]
+  name = "left"
+  points = [[0.2, 0.0], [0.2, {front_h}]]
+  [[panels.edges]]
+  name = "top"
+  points = [[0.2, {front_h}], [-0.2, {front_h}]]
+  [[panels.edges]]
+  name = "right"
+  points = [[-0.2, {front_h}], [-0.2, 0.0]]
+
+[[panels]]
+name = "back"
+placement = {{ rotation = [0.0, 180.0, 0.0], translation = [0.0, 0.8, -0.25] }}
+  [[panels.edges]]
+  name = "hem"
+  points = [[-0.2, 0.0], [0.2, 0.0]]
+  [[panels.edges]]
+  name = "right"
+  points = [[0.2, 0.0], [0.2, 0.3]]
+  [[panels.edges]]
+  name = "top"
+  points = [[0.2, 0.3], [-0.2, 0.3]]
+  [[panels.edges]]
+  name = "left"
+  points = [[-0.2, 0.3], [-0.2, 0.0]]
+
+[[seams]]
+a = "front.left"
+b = "back.left"
+orientation = "reversed"
+
+[[seams]]
+a = "front.right"
+b = "back.right"
+orientation = "reversed"
+"""
+
+
+def test_pattern_garment_loads(scene_dir):
+    (scene_dir / "tube.toml").write_text(PATTERN.format(front_h=0.3))
+    p = edit(scene_dir, 'mesh = "tube.obj"', 'pattern = "tube.toml"')
+    g = load_scene(p).garments[0]
+    assert g.pattern == (scene_dir / "tube.toml").resolve() and g.mesh is None and g.fabric is not None
+
+
+def test_seam_joining_edges_of_different_lengths(scene_dir):
+    (scene_dir / "tube.toml").write_text(PATTERN.format(front_h=0.25))  # front sides 0.25 m, back sides 0.3 m
+    p = edit(scene_dir, 'mesh = "tube.obj"', 'pattern = "tube.toml"')
+    expect_error(p, "garments[0].pattern", "tube.toml", "different lengths")
