@@ -178,6 +178,10 @@ def test_measurements_validation():
         Measurements(arm_length=1.2)
     with pytest.raises(InputError, match="Measurements"):
         mannequin("tall")
+    # lengths left out keep the default proportions: inseam 0.78 and arm 0.60 at 1.70 m
+    tall = Measurements(height=1.87)
+    assert tall.inseam == pytest.approx(0.858) and tall.arm_length == pytest.approx(0.66)
+    assert Measurements() == Measurements(inseam=0.78, arm_length=0.60)
     m = Measurements(chest=1.0)
     assert m.replace(waist=0.8).chest == 1.0 and m.as_dict()["shoulder_width"] == pytest.approx(0.235 * 1.70)
 

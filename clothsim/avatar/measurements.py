@@ -33,8 +33,8 @@ class Measurements:
             the perimeter of the convex hull of the horizontal section at the chest landmark.
         waist: natural waist circumference [m] (the same convex-hull definition).
         hips: hip circumference at the fullest part of the seat [m].
-        inseam: floor to crotch [m].
-        arm_length: shoulder joint to wrist joint [m].
+        inseam: floor to crotch [m]; None: 0.78 * height / 1.70 (0.78 m at the default height).
+        arm_length: shoulder joint to wrist joint [m]; None: 0.60 * height / 1.70.
         shoulder_width: across the back, shoulder point to shoulder point [m]; None: 0.235 * height.
         neck: neck circumference at its base [m]; None: 0.39 * chest.
         thigh: thigh circumference just below the crotch [m]; None: 0.56 * hips.
@@ -44,13 +44,20 @@ class Measurements:
     chest: float = 0.92
     waist: float = 0.74
     hips: float = 0.98
-    inseam: float = 0.78
-    arm_length: float = 0.60
+    inseam: float | None = None
+    arm_length: float | None = None
     shoulder_width: float | None = None
     neck: float | None = None
     thigh: float | None = None
 
     def __post_init__(self) -> None:
+        h = self.height
+        if isinstance(h, (int, float)) and not isinstance(h, bool) and math.isfinite(h) and h > 0:
+            # lengths left out scale with the height (the defaults' proportions); checked below like the rest
+            if self.inseam is None:
+                object.__setattr__(self, "inseam", 0.78 * (float(h) / 1.70))
+            if self.arm_length is None:
+                object.__setattr__(self, "arm_length", 0.60 * (float(h) / 1.70))
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
             if value is None and f.name in ("shoulder_width", "neck", "thigh"):
