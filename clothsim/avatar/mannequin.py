@@ -643,6 +643,16 @@ def mannequin(measurements: Measurements | None = None, **kwargs) -> Avatar:
     if not isinstance(measurements, Measurements):
         raise InputError(f"mannequin: expected clothsim.avatar.Measurements, got {type(measurements).__name__}")
     tpl = _template()
+    v, joints, landmarks = _sized(measurements)
+    return Avatar(v.copy(), tpl["triangles"].copy(), JOINT_NAMES, JOINT_PARENTS, joints.copy(), tpl["weights"].copy(),
+                  tpl["indices"].copy(), landmarks={k: p.copy() for k, p in landmarks.items()}, name="mannequin",
+                  measurements=measurements)
+
+
+@functools.lru_cache(maxsize=16)
+def _sized(measurements: Measurements) -> tuple[np.ndarray, np.ndarray, dict]:
+    """Vertices, joints and landmarks for one size (cached: ~3 s each on 2 CPU cores)."""
+    tpl = _template()
     src: BodyShape = tpl["shape"]
     dst = src if measurements == src.m else BodyShape(measurements)
     # the same smooth pipeline for every size, the default included: map, project, relax
@@ -653,7 +663,4 @@ def mannequin(measurements: Measurements | None = None, **kwargs) -> Avatar:
         jk = idx[:, k]
         mapped += w[:, k:k + 1] * (np.einsum("nab,nb->na", s[jk], v) + c[jk])
     v = _relax(dst.project(mapped), tpl["triangles"], tpl["adjacency"], dst, iterations=5, steps=2)
-    v = v.copy()
-    return Avatar(v, tpl["triangles"].copy(), JOINT_NAMES, JOINT_PARENTS, dst.joint_array(), tpl["weights"].copy(),
-                  tpl["indices"].copy(),
-                  landmarks=dst.landmarks(), name="mannequin", measurements=measurements)
+    return v, dst.joint_array(), dst.landmarks()
