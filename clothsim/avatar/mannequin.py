@@ -329,7 +329,7 @@ class BodyShape:
             prims[f"upperarm_{s}"] = (f"shoulder_{s}",) + cone(js, je, 0.046 * ls, 0.035 * ls)
             prims[f"forearm_{s}"] = (f"elbow_{s}",) + cone(je, jw, 0.036 * ls, 0.026 * ls)
             axes = np.stack([d, n, np.array([0.0, 0.0, 1.0])])
-            prims[f"hand_{s}"] = (f"wrist_{s}",) + ell(jw + 0.085 * hs * d, axes, np.array([0.092, 0.022, 0.046]) * hs)
+            prims[f"hand_{s}"] = (f"wrist_{s}",) + ell(jw + 0.085 * hs * d, axes, np.array([0.092, 0.027, 0.044]) * hs)
             jh, jk, ja = j[f"hip_{s}"], j[f"knee_{s}"], j[f"ankle_{s}"]
             prims[f"thigh_{s}"] = (f"hip_{s}",) + cone(jh, jk + np.array([0.0, 0.02, 0.0]), r_thigh, 0.054 * lg)
             calf = jk + np.array([0.0, -0.11 * fs, -0.012])
@@ -348,7 +348,7 @@ class BodyShape:
         body = smin(body, smin(f["cranium"], f["face"], 0.04), 0.03)
         for s in ("l", "r"):
             arm = smin(smin(smin(f[f"deltoid_{s}"], f[f"upperarm_{s}"], 0.03), f[f"forearm_{s}"], 0.008),
-                       f[f"hand_{s}"], 0.02)
+                       f[f"hand_{s}"], 0.03)
             body = smin(body, arm, 0.03)
             leg = smin(smin(smin(f[f"thigh_{s}"], f[f"knee_{s}"], 0.01), f[f"calf_{s}"], 0.01), f[f"foot_{s}"], 0.025)
             body = smin(body, leg, 0.02)
