@@ -24,20 +24,20 @@ ROOT = Path(__file__).resolve().parents[1]
 SCENES = sorted((ROOT / "scenes").glob("*.toml"))
 CI_FRAME_CAP = int(os.environ.get("CLOTHSIM_SCENE_FRAME_CAP", "60"))
 
-# What the physics core cannot do yet, per scene, with what was measured (CPU, coarsest level, 150
-# frames unless said otherwise; full numbers in the report of this work). A failure of a listed kind
-# makes the test xfail with the measured numbers; any other failure fails it; none passes it. The
-# checks themselves are not weakened.
-#   settle: no shipped garment comes to rest within its frame cap: kinetic energy stays at 4e-4 to
-#     2.6e-3 J/kg (limit 1e-4) and the residual at 0.09 to 0.68 (limit 0.05) after 150 frames; the
-#     fastest vertices are those in contact with the body (straight skirt: waist and hips, up to
-#     0.67 m/s). 20 substeps instead of 10 lower the straight skirt to 6e-4..1.4e-3 J/kg, residual
-#     0.2..0.36 at 60-80 frames: contact jitter in the solver, not a slow swing.
+# What the physics core cannot do yet, per scene, with what was measured on this 2-core CPU (shared
+# with other jobs), coarsest level. A failure of a listed kind makes the test xfail with the measured
+# numbers; any other failure fails it; none passes it. The checks themselves are not weakened.
+#   settle: no shipped garment comes to rest within its frame cap. After 150 frames kinetic energy is
+#     4e-4 to 2.6e-3 J/kg (limit 1e-4) and the residual 0.09 to 0.68 (limit 0.05); after 60 frames
+#     7e-4 to 1e-2 J/kg, residual 0.28 to 0.66. The fastest vertices are those in contact with the body
+#     (straight skirt: waist and hips, up to 0.67 m/s). 20 substeps instead of 10 lower the straight
+#     skirt to 6e-4..1.4e-3 J/kg, residual 0.2..0.36 at 60-80 frames: contact jitter, not a slow swing.
 #   seam: trousers: 16 crotch vertices where the left and right panels are placed on top of each other
 #     (two coincide, two are 4.7 mm apart) never move with self-collision on (0.0 m in 12 frames; they
-#     move with it off), so the crotch seam stays open at its placed 340 mm.
+#     move with it off), so the crotch seam stays open at its placed 340 mm. T-shirt: the largest
+#     seam gap is 9.7 mm after 60 frames (the CI cap) and 4.5 mm after 150 (limit 5 mm).
 KNOWN_FAILURES: dict[str, tuple[str, ...]] = {
-    "tshirt": ("settle",),
+    "tshirt": ("settle", "seam"),
     "circle_skirt": ("settle",),
     "straight_skirt": ("settle",),
     "trousers": ("settle", "seam"),
