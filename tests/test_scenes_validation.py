@@ -352,3 +352,16 @@ def test_seam_joining_edges_of_different_lengths(scene_dir):
     (scene_dir / "tube.toml").write_text(PATTERN.format(front_h=0.25))  # front sides 0.25 m, back sides 0.3 m
     p = edit(scene_dir, 'mesh = "tube.obj"', 'pattern = "tube.toml"')
     expect_error(p, "garments[0].pattern", "tube.toml", "different lengths")
+
+
+def test_makehuman_without_its_cache_says_how_to_get_it(scene_dir, monkeypatch, tmp_path):
+    """kind = "makehuman" needs the converted body in its cache; without it the error names the scene
+    file and key and says how to fetch the body (the mannequin needs nothing)."""
+    from clothsim.avatar import makehuman
+
+    monkeypatch.setattr(makehuman, "cache_dir", lambda cache=None: tmp_path / "empty_cache")
+    p = edit(scene_dir, 'file = "body.obj"', 'kind = "makehuman"')
+    msg = expect_error(p, "avatar", "MakeHuman")
+    assert "fetch" in msg.lower() or "pip" in msg.lower(), msg
+    p = edit(scene_dir, 'kind = "makehuman"', 'kind = "makehuman"\nmeasurements = { height = 1.8 }')
+    expect_error(p, "avatar.measurements", "kind = 'mannequin'")

@@ -64,8 +64,9 @@ class LightKind(str, enum.Enum):
 # ---------------------------------------------------------------------------------------------- dataclasses
 @dataclass(frozen=True)
 class AvatarSpec:
-    """The body. ``kind`` mannequin/makehuman use ``measurements`` (metres, only those given; the rest
-    take the avatar's defaults); ``kind`` file uses ``file`` (a mesh, converted to metres and Y up)."""
+    """The body. ``kind`` mannequin uses ``measurements`` (metres, only those given; the rest take the
+    defaults); makehuman is the converted MakeHuman body (``clothsim.avatar.fetch_makehuman`` fills its
+    cache); ``kind`` file uses ``file`` (a mesh, converted to metres and Y up)."""
 
     kind: AvatarKind
     measurements: dict[str, float] = field(default_factory=dict)
@@ -382,6 +383,8 @@ def _read_avatar(t: _Table, base: Path) -> AvatarSpec:
         return AvatarSpec(kind=kind, file=t.existing_file("file", base))
     if has_file:
         raise t.error("file", f"a file is used with kind = 'file' (or no kind), not with kind = {kind.value!r}")
+    if kind is AvatarKind.MAKEHUMAN and t.has("measurements"):
+        raise t.error("measurements", "the MakeHuman body is used as converted; measurements apply to kind = 'mannequin'")
     m = t.table("measurements", MEASUREMENTS)
     meas = {}
     if m is not None:

@@ -50,7 +50,7 @@ def _make_avatar(scene: Scene):
             return mannequin(Measurements(**a.measurements))
         from ..avatar import load_makehuman  # AvatarKind.MAKEHUMAN
 
-        return load_makehuman(**({"measurements": a.measurements} if a.measurements else {}))
+        return load_makehuman()
     except InputError as e:
         raise InputError(f"{where}: {e}") from None
     except ImportError as e:
