@@ -12,8 +12,9 @@ image back to numpy every frame. Ours additionally renders its ground contact-sh
 Variants timed for ours: "static" (mesh uploaded once, as pyrender's static scene) and "upload"
 (new positions every frame: upload + CPU normals, the catalog/turntable case of a moving drape);
 on CUDA with --warp also "warp" (positions copied from a Warp CUDA array through GL interop).
-Median of the timed frames after warm-up frames; ratio = pyrender / ours. Writes a JSON and
-prints a table last.
+Cases are interleaved frame by frame (a shared machine's load hits both sides alike). Median of
+the timed frames after warm-up frames; ratio = pyrender / ours (also the median of per-frame
+ratios in the JSON). Writes a JSON and prints a table last.
 """
 
 from __future__ import annotations
@@ -53,56 +54,49 @@ def folded_sheet(n: int, width: float = 1.0, height: float = 1.4):
     return verts, tris
 
 
-def _timeit(fn, warmup: int, frames: int) -> list[float]:
-    for _ in range(warmup):
-        fn()
-    out = []
-    for _ in range(frames):
-        t = time.perf_counter()
-        fn()
-        out.append(time.perf_counter() - t)
-    return out
+def _time(fn) -> float:
+    t = time.perf_counter()
+    fn()
+    return time.perf_counter() - t
 
 
-def bench_ours(verts, tris, camera, w, h, warmup, frames, warp_device=None, breakdown=False) -> dict:
-    from render import Material, MeshItem, Renderer, RenderSettings
+def ours_cases(r, verts, tris, camera, w, h, warp_device=None, breakdown=False) -> dict:
+    """{case name: zero-argument frame function} for our renderer."""
+    from render import Material, MeshItem, RenderSettings
 
     s = RenderSettings(width=w, height=h, samples=4, shadows=True, ground=True)
     item = MeshItem(verts, tris, Material.fabric("navy"), name="sheet")
-    res = {}
-    with Renderer() as r:
-        res["gl_renderer"] = r.ctx.info["GL_RENDERER"]
-        res["static"] = _timeit(lambda: r.render([item], camera, s), warmup, frames)
-        moved = [item.with_vertices(verts + np.float32(1e-4 * k)) for k in range(2)]
-        k = [0]
+    moved = [item.with_vertices(verts + np.float32(1e-4 * k)) for k in range(2)]
+    flip = [0]
 
-        def upload():
-            k[0] ^= 1
-            r.render([moved[k[0]]], camera, s)
+    def upload():
+        flip[0] ^= 1
+        r.render([moved[flip[0]]], camera, s)
 
-        res["upload"] = _timeit(upload, warmup, frames)
-        if warp_device:
-            import warp as wp
+    cases = {"static": lambda: r.render([item], camera, s), "upload": upload}
+    if warp_device:
+        import warp as wp
 
-            xs = [wp.array(verts + np.float32(1e-4 * k), dtype=wp.vec3, device=warp_device) for k in range(2)]
+        xs = [wp.array(verts + np.float32(1e-4 * k), dtype=wp.vec3, device=warp_device) for k in range(2)]
 
-            def warp_frame():
-                k[0] ^= 1
-                r.render([item], camera, s, device_positions={"sheet": xs[k[0]]})
+        def warp_frame():
+            flip[0] ^= 1
+            r.render([item], camera, s, device_positions={"sheet": xs[flip[0]]})
+            wp.synchronize_device(warp_device)
 
-            res["warp"] = _timeit(warp_frame, warmup, frames)
-        if breakdown:
-            # where the time goes: the colour pass alone (no shadow/contact maps, no floor), then
-            # with the key shadow map but no floor/contact map
-            s0 = RenderSettings(width=w, height=h, samples=4, shadows=False, ground=False)
-            res["colour_pass_only"] = _timeit(lambda: r.render([item], camera, s0), warmup, frames)
-            s1 = RenderSettings(width=w, height=h, samples=4, shadows=True, ground=False)
-            res["shadow_no_floor"] = _timeit(lambda: r.render([item], camera, s1), warmup, frames)
-        res["image_mean"] = float(r.render([item], camera, s).mean())
-    return res
+        cases["warp"] = warp_frame
+    if breakdown:
+        # where the time goes: the colour pass alone (no shadow/contact maps, no floor), then
+        # with the key shadow map but no floor/contact map
+        s0 = RenderSettings(width=w, height=h, samples=4, shadows=False, ground=False)
+        s1 = RenderSettings(width=w, height=h, samples=4, shadows=True, ground=False)
+        cases["colour_pass_only"] = lambda: r.render([item], camera, s0)
+        cases["shadow_no_floor"] = lambda: r.render([item], camera, s1)
+    return cases
 
 
-def bench_pyrender(verts, tris, camera, w, h, warmup, frames) -> dict:
+def pyrender_frame(verts, tris, camera, w, h):
+    """(renderer, frame function) for pyrender with the same mesh, camera, size and lights."""
     import pyrender
     import trimesh
 
@@ -134,12 +128,34 @@ def bench_pyrender(verts, tris, camera, w, h, warmup, frames) -> dict:
     scene.add(pyrender.PerspectiveCamera(yfov=fov_y, aspectRatio=w / h, znear=0.05, zfar=20.0), pose=camera.pose_matrix())
     r = pyrender.OffscreenRenderer(w, h)
     flags = pyrender.RenderFlags.SHADOWS_DIRECTIONAL | pyrender.RenderFlags.RGBA
-    try:
-        times = _timeit(lambda: r.render(scene, flags=flags), warmup, frames)
-        color, _ = r.render(scene, flags=flags)
-        return {"static": times, "image_mean": float(color.mean())}
-    finally:
-        r.delete()   # terminates the EGL display: run pyrender after ours
+    return r, (lambda: r.render(scene, flags=flags))
+
+
+def bench_scene(verts, tris, camera, w, h, warmup, frames, warp_device, breakdown, with_pyrender) -> dict:
+    """Time every case, interleaved frame by frame (ours and pyrender alternate), so a machine
+    whose load changes during the run slows both sides alike; per-frame ratios are kept too."""
+    from render import Renderer
+
+    pr = None
+    with Renderer() as r:
+        cases = ours_cases(r, verts, tris, camera, w, h, warp_device, breakdown)
+        if with_pyrender:
+            pr, frame = pyrender_frame(verts, tris, camera, w, h)
+            cases["pyrender"] = frame
+        times = {k: [] for k in cases}
+        try:
+            for _ in range(warmup):
+                for fn in cases.values():
+                    fn()
+            for _ in range(frames):
+                for k, fn in cases.items():
+                    times[k].append(_time(fn))
+            gl = r.ctx.info["GL_RENDERER"]
+        finally:
+            if pr is not None:
+                r.release()     # pyrender's delete() terminates the shared EGL display: ours first
+                pr.delete()
+    return {"times_s": times, "gl_renderer": gl}
 
 
 def main(argv=None) -> None:
@@ -164,21 +180,19 @@ def main(argv=None) -> None:
     for name in args.sizes:
         verts, tris = folded_sheet(SIZES[name])
         cam = standard_view("three_quarter", verts.min(0), verts.max(0), aspect=args.width / args.height)
-        ours = bench_ours(verts, tris, cam, args.width, args.height, args.warmup, args.frames, args.warp,
-                          args.breakdown)
-        theirs = None if args.no_pyrender else bench_pyrender(verts, tris, cam, args.width, args.height,
-                                                              args.warmup, args.frames)
+        res = bench_scene(verts, tris, cam, args.width, args.height, args.warmup, args.frames, args.warp,
+                          args.breakdown, not args.no_pyrender)
+        times = res["times_s"]
+        med = {k: 1e3 * statistics.median(v) for k, v in times.items()}
         entry = {"scene": name, "triangles": int(len(tris)), "vertices": int(len(verts)),
-                 "width": args.width, "height": args.height, "msaa": 4,
-                 "ours_s": {k: v for k, v in ours.items() if isinstance(v, list)},
-                 "ours_median_ms": {k: 1e3 * statistics.median(v) for k, v in ours.items() if isinstance(v, list)},
-                 "gl_renderer": ours["gl_renderer"]}
-        if theirs:
-            entry["pyrender_s"] = theirs["static"]
-            entry["pyrender_median_ms"] = 1e3 * statistics.median(theirs["static"])
-            entry["ratio_pyrender_over_ours_static"] = entry["pyrender_median_ms"] / entry["ours_median_ms"]["static"]
+                 "width": args.width, "height": args.height, "msaa": 4, "gl_renderer": res["gl_renderer"],
+                 "times_s": times, "median_ms": med}
+        if "pyrender" in times:
+            per_frame = [p / o for p, o in zip(times["pyrender"], times["static"])]
+            entry["ratio_pyrender_over_ours_static"] = med["pyrender"] / med["static"]
+            entry["ratio_per_frame_median"] = statistics.median(per_frame)
         results.append(entry)
-        print(f"{name}: {entry['ours_median_ms']}  pyrender {entry.get('pyrender_median_ms')}", file=sys.stderr, flush=True)
+        print(f"{name}: {med}", file=sys.stderr, flush=True)
 
     import moderngl
 
@@ -189,16 +203,18 @@ def main(argv=None) -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     out = args.out / f"render_{tag}.json"
     out.write_text(json.dumps(doc, indent=2))
-    head = f"{'scene':>5} {'triangles':>10} {'renderer':<28} {'ours static ms':>15} {'ours upload ms':>15} {'warp ms':>8} {'pyrender ms':>12} {'ratio':>6}"
+    head = (f"{'scene':>5} {'triangles':>10} {'renderer':<24} {'ours static ms':>15} {'ours upload ms':>15} "
+            f"{'warp ms':>8} {'pyrender ms':>12} {'ratio':>6}")
     print(head)
+    nan = float("nan")
     for e in results:
-        m = e["ours_median_ms"]
-        print(f"{e['scene']:>5} {e['triangles']:>10,} {e['gl_renderer'][:28]:<28} {m['static']:>15.1f} {m['upload']:>15.1f} "
-              f"{m.get('warp', float('nan')):>8.2f} {e.get('pyrender_median_ms', float('nan')):>12.1f} "
-              f"{e.get('ratio_pyrender_over_ours_static', float('nan')):>6.2f}")
+        m = e["median_ms"]
+        print(f"{e['scene']:>5} {e['triangles']:>10,} {e['gl_renderer'][:24]:<24} {m['static']:>15.1f} "
+              f"{m['upload']:>15.1f} {m.get('warp', nan):>8.2f} {m.get('pyrender', nan):>12.1f} "
+              f"{e.get('ratio_pyrender_over_ours_static', nan):>6.2f}")
     if args.breakdown:
         for e in results:
-            m = e["ours_median_ms"]
+            m = e["median_ms"]
             print(f"{e['scene']:>5} breakdown: colour pass only {m['colour_pass_only']:.2f} ms, + key shadow map "
                   f"{m['shadow_no_floor']:.2f} ms, + floor and contact map {m['static']:.2f} ms")
     print(f"wrote {out}")
