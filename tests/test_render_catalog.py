@@ -94,3 +94,23 @@ def test_cli_renders_a_stored_drape(tmp_path):
     data = json.loads((out / "catalog.json").read_text())
     assert data["scene"]["source"] == "drape cache" and data["scene"]["frame"] == 1
     assert "load_or_simulate" in data["timings_s"]
+
+
+def test_sources_split_a_frame_cache_and_read_meshes(tmp_path):
+    """frames.npz (clothsim simulate SCENE.toml) holds several garments by offsets: each becomes a
+    MeshItem with its own triangles re-indexed; a mesh file keeps its vertex order and UVs."""
+    from render.sources import load_drape_npz, load_source
+
+    v, t, uv = cloth_mesh()
+    n = len(v)
+    positions = np.stack([np.concatenate([v, v + [2.0, 0.0, 0.0]])] * 3)
+    tris = np.concatenate([t, t + n])
+    np.savez(tmp_path / "frames.npz", positions=positions, triangles=tris, garment_offsets=np.array([0, n, 2 * n]))
+    src = load_drape_npz(tmp_path / "frames.npz")
+    assert [g.name for g in src.garments] == ["garment0", "garment1"]
+    np.testing.assert_array_equal(src.garments[1].triangles, t)
+    np.testing.assert_allclose(src.garments[1].vertices, v + [2.0, 0.0, 0.0])
+    assert src.info["frame"] == 2
+    mesh = load_source(DATA / "cloth_drape.obj")
+    np.testing.assert_allclose(mesh.garments[0].vertices, v)
+    np.testing.assert_allclose(mesh.garments[0].uvs, uv)
