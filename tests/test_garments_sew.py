@@ -21,7 +21,7 @@ def test_tshirt_sews_closed(device):
     gap0 = float(mesh.seam_gaps().max())
     sim = cs.Simulator(cloth, device=device, gravity=(0.0, 0.0, 0.0), substeps=10, iterations=10)
     gaps = []
-    for _ in range(25):  # 250 substeps
+    for _ in range(35):  # 350 substeps
         sim.step()
         x = sim.positions()
         gaps.append(float(mesh.seam_gaps(x).max()))
@@ -29,7 +29,7 @@ def test_tshirt_sews_closed(device):
           + ", ".join(f"{g * 1000:.1f}" for g in gaps) + " mm")
     assert gap0 > 0.3
     assert np.all(np.isfinite(x))
-    assert max(gaps[-5:]) < 0.1 * mesh.edge_length
+    assert max(gaps[-10:]) < 0.1 * mesh.edge_length  # measured on CPU: <= 1.9 mm over frames 26-35
     # the garment did not fly apart: every vertex stays within the box the panels started in, grown by 0.2 m
     lo, hi = mesh.vertices.min(axis=0) - 0.2, mesh.vertices.max(axis=0) + 0.2
     assert np.all((x >= lo) & (x <= hi))

@@ -14,7 +14,6 @@ import math
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-C45 = math.cos(math.radians(45.0))
 
 
 def edge(name, *points, kind=None):
@@ -46,17 +45,21 @@ def tshirt():
     """Front and back cut in one with short sleeves along the A-pose arms (dolman/kimono T-shirt).
 
     Panel space: hem at y = 0 (world y 0.72), x to the body's left for the front. Half width 0.26 m
-    (garment chest 1.04 m for a 0.92 m chest); shoulder point 0.20 m out at y 0.69 (world 1.41); neck
-    points ±0.08 at y 0.73 (world 1.45); sleeves 0.30 m along the top, 0.17 m wide (a 0.34 m sleeve
-    circumference), at 45° down like the arms.
+    (garment chest 1.04 m for a 0.92 m chest); neck points ±0.08 at y 0.75 (world 1.47, 2 cm above the
+    neck base); shoulder point 0.21 m out at y 0.73 (world 1.45; the mannequin's shoulder top is at
+    1.41-1.43 there); sleeves 0.32 m along the top, 0.16 m wide (0.32 m sleeve circumference), at 50°
+    below horizontal like the mannequin's arms (shoulder 0.20, 1.40 to wrist 0.58, 0.95), so the
+    sewn sleeve top runs 4-6 cm above the arm; the underarm edge is 5 cm long (>= the 40 mm level).
     """
-    S = (0.20, 0.69)
-    d = (C45, -C45)
-    U = (S[0] + 0.30 * d[0], S[1] + 0.30 * d[1])
-    L = (U[0] - 0.17 * C45, U[1] - 0.17 * C45)
-    t = (L[0] - 0.26) / C45
-    A = (0.26, L[1] + t * C45)
-    N = (0.08, 0.73)
+    a = math.radians(50.0)
+    d = (math.cos(a), -math.sin(a))           # along the arm, outwards and down
+    n = (-math.sin(a), -math.cos(a))          # across the sleeve, from its top edge to its underarm
+    S = (0.21, 0.73)
+    U = (S[0] + 0.32 * d[0], S[1] + 0.32 * d[1])
+    L = (U[0] + 0.16 * n[0], U[1] + 0.16 * n[1])
+    t = (L[0] - 0.26) / d[0]
+    A = (0.26, L[1] - t * d[1])
+    N = (0.08, 0.75)
 
     def outline(neck_ctrl_y):
         half = [edge("side_left", (0.26, 0.0), A), edge("underarm_left", A, L), edge("cuff_left", L, U),
@@ -66,10 +69,10 @@ def tshirt():
                 + [edge("neck", N, (0.0, neck_ctrl_y), (-N[0], N[1]))] + right)
 
     front = {"name": "front", "grain": 90.0, "placement": {"translation": [0.0, 0.72, 0.17]},
-             "edges": outline(0.53)}
+             "edges": outline(0.55)}
     back = {"name": "back", "grain": 90.0,
             "placement": {"rotation": [0.0, 180.0, 0.0], "translation": [0.0, 0.72, -0.17]},
-            "edges": renamed(outline(0.69))}
+            "edges": renamed(outline(0.71))}
     seams = [{"a": f"front.{n}_{s}", "b": f"back.{n}_{s}", "orientation": "reversed"}
              for s in ("left", "right") for n in ("side", "underarm", "sleeve_top", "shoulder")]
     return {"name": "tshirt", "description": "Short-sleeved T-shirt, front and back cut with the sleeves (kimono "
