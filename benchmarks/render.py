@@ -190,7 +190,7 @@ def main(argv=None) -> None:
 
     from render import standard_view
 
-    rows, results = [], []
+    results = []
     for name in args.sizes:
         verts, tris = folded_sheet(SIZES[name])
         cam = standard_view("three_quarter", verts.min(0), verts.max(0), aspect=args.width / args.height)

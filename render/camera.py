@@ -11,7 +11,7 @@ spans the full 36 mm width; a narrower one (portrait, square) spans the full 24 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 

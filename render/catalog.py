@@ -7,7 +7,6 @@ Every file is written to a temporary name in the output folder and renamed (clot
 from __future__ import annotations
 
 import io
-import json
 import math
 import os
 import platform
@@ -21,7 +20,7 @@ import numpy as np
 import clothsim as cs
 from clothsim.io import atomic_write, ensure_output_dir, write_json
 
-from .camera import STANDARD_VIEWS, Camera, fit_distance, framed_camera, standard_view, view_direction
+from .camera import STANDARD_VIEWS, Camera, fit_distance, standard_view, view_direction
 from .material import Material, MeshItem, parse_colour
 from .renderer import RenderSettings, Renderer
 

@@ -6,7 +6,6 @@ this module.
 
 from __future__ import annotations
 
-import sys
 import time
 from pathlib import Path
 

@@ -49,7 +49,6 @@ def test_program_cache_keyed_by_files_and_defines(renderer):
 def test_release_is_idempotent_and_frees_everything():
     v, t = sphere_mesh(subdivisions=1)
     r = Renderer()
-    ctx = r.ctx
     cam = standard_view("front", v.min(0), v.max(0), aspect=1.0)
     r.render([MeshItem(v, t)], cam, width=16, height=16)
     assert len(r.programs) >= 3
