@@ -84,8 +84,11 @@ def render(scene: Path, out: Path | None, views: tuple[str, ...], size: str, tur
 
     source = load_source(scene, frames=frames, device=device, progress=progress)
     load_s = time.perf_counter() - t0
-    if view_list is None and not source.cameras:
-        view_list = source.views or None
+    if view_list is None:   # the scene's cameras (views and explicit ones); none: all five views
+        cameras = source.cameras
+        view_list = source.views if (source.views or source.cameras) else None
+    else:                   # --views replaces the scene's cameras
+        cameras = []
     settings = RenderSettings(tonemap=tonemap, samples=samples)
 
     done = []
@@ -96,7 +99,7 @@ def render(scene: Path, out: Path | None, views: tuple[str, ...], size: str, tur
             click.echo(f"  wrote {path}", err=True)
 
     summary = render_catalog(source.garments, out, avatar=source.avatar, views=view_list,
-                             cameras=source.cameras, size=(w, h), turntable=turntable, transparent=transparent,
+                             cameras=cameras, size=(w, h), turntable=turntable, transparent=transparent,
                              colourways=looks, ghost=ghost, settings=settings,
                              metadata={"scene": source.info, "timings_s": {"load_or_simulate": load_s}},
                              on_image=on_image)
