@@ -82,6 +82,11 @@ def render(scene: Path, out: Path | None, views: tuple[str, ...], size: str, tur
     except OSError as e:
         raise cs.InputError(str(e)) from None
 
+    if scene.suffix.lower() == ".toml":
+        import warp as wp
+
+        if wp.config.log_level < wp.LOG_WARNING:
+            wp.config.log_level = wp.LOG_WARNING   # no init banner or module-load lines; warnings still show
     source = load_source(scene, frames=frames, device=device, progress=progress)
     load_s = time.perf_counter() - t0
     if view_list is None:   # the scene's cameras (views and explicit ones); none: all five views
