@@ -132,6 +132,7 @@ class SimulationSpec:
     self_collision: bool = True
     skin_thickness: float = 0.003
     ground: float | None = None
+    contact_stiffness: float = 1.0e4
     checks: CheckSpec = field(default_factory=CheckSpec)
 
 
@@ -200,7 +201,7 @@ FORMAT_KEYS: dict[str, tuple[str, ...]] = {
     "garments.fabric": ("preset", *file_units().keys()),
     "pose": ("joints", "blend_frames"),
     "simulation": ("device", "dt", "substeps", "iterations", "frame_cap", "min_frames", "self_collision",
-                   "skin_thickness", "ground", "checks"),
+                   "skin_thickness", "ground", "contact_stiffness", "checks"),
     "simulation.checks": ("kinetic_energy", "residual", "seam_gap", "penetration", "settle_frames"),
     "cameras": ("name", "view", "position", "target", "focal_length_mm", "sensor_width_mm"),
     "lights": ("kind", "name", "intensity", "color", "direction", "position"),
@@ -505,6 +506,7 @@ def _read_simulation(t: _Table | None) -> SimulationSpec:
         self_collision=t.boolean("self_collision", d.self_collision),
         skin_thickness=t.number("skin_thickness", d.skin_thickness, lo=0.0, hi=0.05, unit="m"),
         ground=ground,
+        contact_stiffness=t.number("contact_stiffness", d.contact_stiffness, lo=1.0, hi=1.0e8, unit="N/m"),
         checks=_read_checks(t.table("checks", FORMAT_KEYS["simulation.checks"])),
     )
 
