@@ -120,11 +120,13 @@ def trousers():
     """Trousers: four panels (front/back, left/right leg). Panel space = world x, y of the left front
     before a 5 cm shift outwards (so the two legs' panels do not overlap at the crotch). Hip 0.26 m
     per panel (1.04 m garment hip), waist 0.19 (0.76 m), leg 0.31 m per panel at the crotch (0.62 m
-    thigh), 0.22 at the hem (0.44 m), crotch at y 0.78, hem at 0.10 (ankle length; lower, the flat front panels would start on the toes)."""
-    fl = [edge("hem", (-0.01, 0.10), (0.21, 0.10)), edge("side", (0.21, 0.10), (0.26, 0.88)),
+    thigh), 0.22 at the hem (0.44 m; centred 3 cm outside the ankle, its inner corner 4 cm inside it,
+    so the inseam closes between the legs), crotch at y 0.78, hem at 0.10 (ankle length; lower, the
+    flat front panels would start on the toes)."""
+    fl = [edge("hem", (-0.04, 0.10), (0.18, 0.10)), edge("side", (0.18, 0.10), (0.26, 0.88)),
           edge("hip", (0.26, 0.88), (0.26, 0.98), (0.19, 1.05)), edge("waist", (0.19, 1.05), (0.0, 1.05)),
           edge("center", (0.0, 1.05), (0.0, 0.93)), edge("crotch", (0.0, 0.93), (0.0, 0.80), (-0.05, 0.78)),
-          edge("inseam", (-0.05, 0.78), (-0.01, 0.10))]
+          edge("inseam", (-0.05, 0.78), (-0.04, 0.10))]
     same = (lambda n: n)
     panels = [
         {"name": "front_left", "placement": {"translation": [0.05, 0.0, 0.17]}, "edges": fl},

@@ -36,6 +36,7 @@ class GarmentMesh:
         edge_vertices: {(panel, edge): (n+1,) int64} vertices along each outline edge, start to end.
         min_angle: (panels,) float64 smallest triangle angle of each panel [degrees].
         panel_names, panel_fabrics: per panel; fabric: the pattern's fabric preset name.
+        stats: {"mean_edge", "min_edge", "max_edge"} rest edge lengths [m].
     """
 
     name: str
@@ -197,12 +198,15 @@ def mesh_pattern(pattern, edge_length: float, *, min_angle: float = 30.0, smooth
         seams, sid = np.zeros((0, 2), dtype=np.int64), np.zeros(0, dtype=np.int64)
     pins = [edge_vertices[(pi, p.edge_index(name))] for pi, p in enumerate(pattern.panels) for name in p.pin_edges]
     pins = np.unique(np.concatenate(pins)) if pins else np.zeros(0, dtype=np.int64)
+    all_tris = np.concatenate(tris)
+    lengths = np.linalg.norm(panel_xy[all_tris[:, [1, 2, 0]]] - panel_xy[all_tris], axis=2)
+    stats = {"mean_edge": float(lengths.mean()), "min_edge": float(lengths.min()), "max_edge": float(lengths.max())}
     return GarmentMesh(
-        name=pattern.name, edge_length=h, vertices=vertices, triangles=np.concatenate(tris), panel_xy=panel_xy,
+        name=pattern.name, edge_length=h, vertices=vertices, triangles=all_tris, panel_xy=panel_xy,
         rest_uv=rest_uv, panel_id=panel_id, triangle_panel=np.concatenate(tpid), seams=seams, seam_ids=sid,
         pins=pins, edge_vertices=edge_vertices, min_angle=np.asarray(min_ang),
         panel_names=[p.name for p in pattern.panels], panel_fabrics=[p.fabric or pattern.fabric for p in pattern.panels],
-        fabric=pattern.fabric)
+        fabric=pattern.fabric, stats=stats)
 
 
 def _smooth(xy: np.ndarray, t: np.ndarray, nb: int, sweeps: int) -> np.ndarray:
