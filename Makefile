@@ -1,5 +1,5 @@
 # clothsim: one command per job. Each target sets up what it needs first, idempotently:
-#   make demo      set up, then simulate a cloth draping over a sphere -> out/demo/
+#   make demo      set up, then drape the T-shirt scene on the mannequin and render catalog shots -> out/demo/
 #   make test      set up, then run the CPU test suite (what CI runs)
 #   make test-gpu  set up, then run the GPU-only tests (skipped without CUDA)
 #   make bench     set up, then run the simulation benchmark grid
@@ -64,7 +64,7 @@ $(SYS_STAMP): | $(BIN)/python
 	touch $@
 
 demo: setup
-	$(BIN)/clothsim simulate --out out/demo
+	$(BIN)/clothsim render scenes/tshirt.toml -o out/demo --size 1080x1440 --views front,three_quarter
 
 test: setup
 	$(BIN)/python -m pytest

@@ -27,7 +27,8 @@ def _fingerprint(sim) -> str:
         h.update(np.ascontiguousarray(a).tobytes())
     settings = dict(dt=sim.dt, substeps=sim.substeps, iterations=sim.iterations, gravity=sim.gravity,
                     ground=sim.ground, wind=sim.wind, drag=sim.drag, self_collision=sim.self_collision,
-                    contact_stiffness=sim.contact_stiffness, contact_margin=sim.contact_margin,
+                    contact_stiffness=sim.contact_stiffness, contact_damping=sim.contact_damping,
+                    air_damping=sim.air_damping, contact_margin=sim.contact_margin,
                     colliders=[c.vertex_count for c in sim.solver.colliders])
     h.update(json.dumps(settings, sort_keys=True).encode())
     return h.hexdigest()

@@ -24,7 +24,10 @@ from .topology import adjacency, bending_stencils, check_coloring, color_graph, 
 # factor (BENDING_C = 1) makes meshes three times too stiff. tests/test_cantilever.py checks the
 # rigidity the ASTM cantilever recovers on two mesh orientations.
 BENDING_C = 1.0 / 3.0
-SEAM_STIFFNESS_SCALE = 1.0  # seam spring k = scale * (C11 + C22)/2 (membrane-like, N/m) per pair
+# seam spring k = scale * (C11 + C22)/2 [N/m] per sewn pair. At scale 1 a seam was as soft as the cloth
+# beside it and sewn T-shirt seams held 9 mm open under their load at rest (jersey, 40 mm mesh); at 10
+# they hold 1.1 mm, and the implicit per-vertex solve stays stable while they close from 0.34 m.
+SEAM_STIFFNESS_SCALE = 10.0
 
 
 class ClothModel:

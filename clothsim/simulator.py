@@ -30,16 +30,22 @@ class Simulator:
         dt: frame length [s] (one :meth:`step`); substeps: substeps per frame; iterations: VBD
             iterations per substep.
         gravity: [m/s²]; ground: height [m] of a ground plane (y up), or None.
-        wind: wind velocity [m/s]; drag: aerodynamic drag along the normal [N·s/m³].
+        wind: wind velocity [m/s]; drag: aerodynamic drag along the normal [N·s/m³]; air_damping: c [1/s],
+            a force −c·m·v on every vertex (all directions, rigid motion included: for settling a drape,
+            as garment tools' "air damping"; 0 = none, the default).
         self_collision: keep cloth from passing through itself (thickness = fabric thickness).
-        contact_stiffness: penalty stiffness of contacts [N/m]; contact_margin: how far [m] beyond the
+        contact_stiffness: penalty stiffness of contacts [N/m]; contact_damping: damping time β [s] of
+            contacts with the ground and colliders (normal damping coefficient k_c·β [N·s/m]; the default
+            2e-4 s is about critical for a 0.1 g vertex at the default stiffness); contact_margin: how far [m] beyond the
             thickness contacts are searched each substep (sets the largest safe collider speed, see
             :attr:`max_collider_speed`).
     """
 
     def __init__(self, cloths, *, device="cpu", dt: float = 1.0 / 60.0, substeps: int = 10, iterations: int = 10,
                  gravity=(0.0, -9.81, 0.0), ground: float | None = None, wind=(0.0, 0.0, 0.0), drag: float = 0.0,
-                 self_collision: bool = False, contact_stiffness: float = 1.0e4, contact_margin: float = 0.01,
+                 air_damping: float = 0.0,
+                 self_collision: bool = False, contact_stiffness: float = 1.0e4, contact_damping: float = 2.0e-4,
+                 contact_margin: float = 0.01,
                  friction_eps: float = 1.0e-2):
         if isinstance(cloths, Cloth):
             cloths = [cloths]
@@ -60,6 +66,8 @@ class Simulator:
             raise InputError(f"Simulator: ground must be a finite height or None, got {ground!r}")
         if not (math.isfinite(drag) and drag >= 0):
             raise InputError(f"Simulator: drag must be >= 0, got {drag!r}")
+        if not (math.isfinite(air_damping) and air_damping >= 0):
+            raise InputError(f"Simulator: air_damping must be >= 0 [1/s], got {air_damping!r}")
         try:
             self.device = wp.get_device(device)
         except Exception as e:  # noqa: BLE001 - Warp raises plain RuntimeError/ValueError
@@ -71,8 +79,12 @@ class Simulator:
         self.ground = None if ground is None else float(ground)
         self.wind = tuple(float(w) for w in wind)
         self.drag = float(drag)
+        self.air_damping = float(air_damping)
         self.self_collision = bool(self_collision)
         self.contact_stiffness = float(contact_stiffness)
+        if not (math.isfinite(contact_damping) and contact_damping >= 0):
+            raise InputError(f"Simulator: contact_damping must be >= 0 [s], got {contact_damping!r}")
+        self.contact_damping = float(contact_damping)
         self.contact_margin = float(contact_margin)
         self.friction_eps = float(friction_eps)
         self.frame = 0

@@ -127,3 +127,20 @@ def check_coloring(offsets: np.ndarray, neighbors: np.ndarray, color: np.ndarray
     if bad.any():
         i = int(np.nonzero(bad)[0][0])
         raise AssertionError(f"colouring conflict between vertices {owner[i]} and {neighbors[i]}")
+
+
+def weld_representatives(n: int, pairs: np.ndarray) -> np.ndarray:
+    """For vertices joined by ``pairs`` (K, 2) (seams, transitively), the smallest vertex index of each
+    joined group; every other vertex represents itself. Shape (n,) int64."""
+    rep = np.arange(n, dtype=np.int64)
+    pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+    if len(pairs) == 0:
+        return rep
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    g = coo_matrix((np.ones(len(pairs)), (pairs[:, 0], pairs[:, 1])), shape=(n, n))
+    _, label = connected_components(g, directed=False)
+    smallest = np.full(label.max() + 1, n, dtype=np.int64)
+    np.minimum.at(smallest, label, np.arange(n))
+    return smallest[label]

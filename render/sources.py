@@ -91,6 +91,18 @@ def _scene_camera(spec) -> Camera | None:
     return Camera(position=spec.position, target=spec.target, focal_mm=focal, name=spec.name)
 
 
+def _close_seams(x: np.ndarray, seams: np.ndarray) -> np.ndarray:
+    """Draw each sewn vertex pair at its midpoint, as a sewn seam looks (the simulation holds a pair
+    within the scene's seam-gap check, ~1 mm; drawn apart, that shows as a hairline of light)."""
+    if len(seams) == 0:
+        return x
+    x = np.array(x, dtype=np.float64)
+    mid = 0.5 * (x[seams[:, 0]] + x[seams[:, 1]])
+    x[seams[:, 0]] = mid
+    x[seams[:, 1]] = mid
+    return x.astype(np.float32)
+
+
 def simulate_scene(path: Path, *, frames: int | None = None, device: str | None = None, level=None,
                    progress: bool = True) -> ShotSource:
     """Load a scene TOML, drape it with clothsim (Warp) and return the last frame's meshes."""
@@ -108,7 +120,8 @@ def simulate_scene(path: Path, *, frames: int | None = None, device: str | None 
             a, b = int(drape.offsets[i]), int(drape.offsets[i + 1])
             spec = scene.garments[i]
             fabric_name = getattr(spec.fabric, "name", None)
-            garments.append(MeshItem(x[a:b], np.asarray(g.cloth.triangles), _fabric_material(g.name, fabric_name),
+            xg = _close_seams(x[a:b], np.asarray(g.cloth.seams))
+            garments.append(MeshItem(xg, np.asarray(g.cloth.triangles), _fabric_material(g.name, fabric_name),
                                      uvs=g.uv, name=g.name))
         body = drape.body
         avatar = MeshItem(np.asarray(body.current_vertices), np.asarray(body.triangles), Material.skin(), name="avatar")

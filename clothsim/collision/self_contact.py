@@ -85,6 +85,7 @@ def vertex_triangle_kernel(
     mesh: wp.uint64,
     points: wp.array(dtype=wp.vec3),
     triangles: wp.array2d(dtype=wp.int32),
+    weld: wp.array(dtype=wp.int32),
     radius: float,
     capacity: int,
     vt_count: wp.array(dtype=wp.int32),
@@ -104,7 +105,8 @@ def vertex_triangle_kernel(
         i0 = triangles[t, 0]
         i1 = triangles[t, 1]
         i2 = triangles[t, 2]
-        if i0 == v or i1 == v or i2 == v:
+        wv = weld[v]
+        if weld[i0] == wv or weld[i1] == wv or weld[i2] == wv:
             continue
         cp, w = closest_point_triangle(p, points[i0], points[i1], points[i2])
         d = wp.length(p - cp)
@@ -123,6 +125,7 @@ def triangle_vertex_kernel(
     vertex_bvh: wp.uint64,
     points: wp.array(dtype=wp.vec3),
     triangles: wp.array2d(dtype=wp.int32),
+    weld: wp.array(dtype=wp.int32),
     radius: float,
     capacity: int,
     tv_count: wp.array(dtype=wp.int32),
@@ -145,8 +148,12 @@ def triangle_vertex_kernel(
     v = int(0)
     count = int(0)
     dmin = radius
+    w0 = weld[i0]
+    w1 = weld[i1]
+    w2 = weld[i2]
     while wp.bvh_query_next(query, v):
-        if v == i0 or v == i1 or v == i2:
+        wv = weld[v]
+        if wv == w0 or wv == w1 or wv == w2:
             continue
         p = points[v]
         cp, w = closest_point_triangle(p, a, b, c)
@@ -169,6 +176,7 @@ def edge_edge_kernel(
     edge_bvh: wp.uint64,
     points: wp.array(dtype=wp.vec3),
     edges: wp.array2d(dtype=wp.int32),
+    weld: wp.array(dtype=wp.int32),
     radius: float,
     capacity: int,
     ee_count: wp.array(dtype=wp.int32),
@@ -190,7 +198,11 @@ def edge_edge_kernel(
     while wp.bvh_query_next(query, f):
         j0 = edges[f, 0]
         j1 = edges[f, 1]
-        if j0 == i0 or j0 == i1 or j1 == i0 or j1 == i1:
+        a0 = weld[i0]
+        a1 = weld[i1]
+        b0 = weld[j0]
+        b1 = weld[j1]
+        if b0 == a0 or b0 == a1 or b1 == a0 or b1 == a1:
             continue
         s, u, d = closest_points_edge_edge(p0, p1, points[j0], points[j1])
         if d < radius:
@@ -239,6 +251,7 @@ class SelfContactDetector:
         *,
         triangle_capacity: int | None = None,
         positions=None,
+        weld=None,
     ):
         self.device = wp.get_device(device)
         self.vertex_count = int(positions_capacity)
@@ -264,6 +277,12 @@ class SelfContactDetector:
         self.tv_count = wp.zeros(m, dtype=wp.int32, device=dev)
         self.ee_count = wp.zeros(e, dtype=wp.int32, device=dev)
         self.min_dist = wp.zeros(n, dtype=float, device=dev)
+        # weld[v]: representative of the vertices sewn to v (seams); primitives that share a
+        # representative are adjacent, never in contact (a closed seam is not a collision)
+        weld_np = np.arange(n, dtype=np.int32) if weld is None else np.asarray(weld, dtype=np.int32)
+        if weld_np.shape != (n,) or weld_np.min(initial=0) < 0 or weld_np.max(initial=0) >= n:
+            raise ValueError(f"weld must be {n} vertex indices")
+        self.weld = wp.array(weld_np, dtype=wp.int32, device=dev)
         self.overflow = wp.zeros(1, dtype=wp.int32, device=dev)
         self.required = wp.zeros(3, dtype=wp.int32, device=dev)
         self._allocate_lists()
@@ -290,7 +309,7 @@ class SelfContactDetector:
         """Bytes held in this detector's wp.arrays (not counting the BVH nodes)."""
         arrays = (
             self.points, self.vertex_lowers, self.vertex_uppers, self.edge_lowers, self.edge_uppers,
-            self.vt_count, self.tv_count, self.ee_count, self.min_dist, self.overflow, self.required,
+            self.vt_count, self.tv_count, self.ee_count, self.min_dist, self.weld, self.overflow, self.required,
             self.vt_tri, self.tv_vertex, self.ee_edge, self.triangles, self.edges,
         )  # fmt: skip
         return sum(a.capacity for a in arrays if a is not None)
@@ -299,7 +318,7 @@ class SelfContactDetector:
         """Free every device buffer (idempotent). The detector is unusable afterwards."""
         for name in (
             "mesh", "vertex_bvh", "edge_bvh", "points", "vertex_lowers", "vertex_uppers", "edge_lowers",
-            "edge_uppers", "vt_count", "tv_count", "ee_count", "min_dist", "overflow", "required",
+            "edge_uppers", "vt_count", "tv_count", "ee_count", "min_dist", "weld", "overflow", "required",
             "vt_tri", "tv_vertex", "ee_edge", "triangles", "edges",
         ):  # fmt: skip
             setattr(self, name, None)
@@ -361,14 +380,14 @@ class SelfContactDetector:
         dev = self.device
         flags = [self.overflow, self.required]
         wp.launch(vertex_triangle_kernel, dim=self.vertex_count,
-                  inputs=[self.mesh.id, self.points, self.triangles, r, self.vt_capacity],
+                  inputs=[self.mesh.id, self.points, self.triangles, self.weld, r, self.vt_capacity],
                   outputs=[self.vt_count, self.vt_tri, self.min_dist, *flags], device=dev)
         wp.launch(triangle_vertex_kernel, dim=self.triangle_count,
-                  inputs=[self.vertex_bvh.id, self.points, self.triangles, r, self.tv_capacity],
+                  inputs=[self.vertex_bvh.id, self.points, self.triangles, self.weld, r, self.tv_capacity],
                   outputs=[self.tv_count, self.tv_vertex, self.min_dist, *flags], device=dev)
         if self.edge_count:
             wp.launch(edge_edge_kernel, dim=self.edge_count,
-                      inputs=[self.edge_bvh.id, self.points, self.edges, r, self.ee_capacity],
+                      inputs=[self.edge_bvh.id, self.points, self.edges, self.weld, r, self.ee_capacity],
                       outputs=[self.ee_count, self.ee_edge, self.min_dist, *flags], device=dev)
 
     def reset_overflow(self):

@@ -166,7 +166,9 @@ class Drape:
         self.cloths = [g.cloth for g in self.garments]
         self.sim = Simulator(self.cloths, device=self.device, dt=sim_spec.dt, substeps=sim_spec.substeps,
                              iterations=sim_spec.iterations, ground=sim_spec.ground,
-                             self_collision=sim_spec.self_collision, contact_stiffness=sim_spec.contact_stiffness)
+                             self_collision=sim_spec.self_collision, contact_stiffness=sim_spec.contact_stiffness,
+                             contact_damping=sim_spec.contact_damping, drag=sim_spec.drag,
+                             air_damping=sim_spec.air_damping)
         try:
             self.collider = Collider.mesh(self.body.collider_vertices, self.body.triangles, name="avatar")
             self.collider_handle = self.sim.add_collider(self.collider)

@@ -133,6 +133,9 @@ class SimulationSpec:
     skin_thickness: float = 0.003
     ground: float | None = None
     contact_stiffness: float = 1.0e4
+    contact_damping: float = 2.0e-4
+    drag: float = 0.0
+    air_damping: float = 0.0
     checks: CheckSpec = field(default_factory=CheckSpec)
 
 
@@ -201,7 +204,8 @@ FORMAT_KEYS: dict[str, tuple[str, ...]] = {
     "garments.fabric": ("preset", *file_units().keys()),
     "pose": ("joints", "blend_frames"),
     "simulation": ("device", "dt", "substeps", "iterations", "frame_cap", "min_frames", "self_collision",
-                   "skin_thickness", "ground", "contact_stiffness", "checks"),
+                   "skin_thickness", "ground", "contact_stiffness", "contact_damping", "drag", "air_damping",
+                   "checks"),
     "simulation.checks": ("kinetic_energy", "residual", "seam_gap", "penetration", "settle_frames"),
     "cameras": ("name", "view", "position", "target", "focal_length_mm", "sensor_width_mm"),
     "lights": ("kind", "name", "intensity", "color", "direction", "position"),
@@ -507,6 +511,9 @@ def _read_simulation(t: _Table | None) -> SimulationSpec:
         skin_thickness=t.number("skin_thickness", d.skin_thickness, lo=0.0, hi=0.05, unit="m"),
         ground=ground,
         contact_stiffness=t.number("contact_stiffness", d.contact_stiffness, lo=1.0, hi=1.0e8, unit="N/m"),
+        contact_damping=t.number("contact_damping", d.contact_damping, lo=0.0, hi=1.0, unit="s"),
+        drag=t.number("drag", d.drag, lo=0.0, hi=1.0e3, unit="N*s/m^3"),
+        air_damping=t.number("air_damping", d.air_damping, lo=0.0, hi=1.0e3, unit="1/s"),
         checks=_read_checks(t.table("checks", FORMAT_KEYS["simulation.checks"])),
     )
 

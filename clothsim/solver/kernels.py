@@ -29,10 +29,14 @@ def predict_kernel(
     inv_mass: wp.array(dtype=float),
     gravity: wp.vec3,
     h: float,
+    keep: float,
     x_prev: wp.array(dtype=wp.vec3),
     y: wp.array(dtype=wp.vec3),
 ):
     """Start a substep: remember x_t, form the inertial target y = x_t + h·v_t + h²·g, and the first guess.
+
+    Air damping c [1/s] (a force −c·m·v, taken implicitly) scales the velocity first: v_t ← v_t/(1 + c·h),
+    passed as ``keep`` = 1/(1 + c·h) (1 without air damping).
 
     The first guess is VBD's adaptive initialisation (He Chen et al. 2024, sec. 3.6): x_t + h·v_t + h²·ã
     with ã the part of gravity the vertex actually followed last substep (its acceleration projected on
@@ -42,7 +46,7 @@ def predict_kernel(
     i = wp.tid()
     xi = x[i]
     x_prev[i] = xi
-    vi = v[i]
+    vi = v[i] * keep
     if inv_mass[i] > 0.0:
         y[i] = xi + h * vi + (h * h) * gravity
         gl = wp.length(gravity)
@@ -146,9 +150,13 @@ def collider_detect_kernel(
 @wp.func
 def contact_plane(
     x: wp.vec3, x_prev: wp.vec3, point: wp.vec3, normal: wp.vec3, wall_vel: wp.vec3,
-    r: float, kc: float, mu: float, h: float, eps_u: float,
+    r: float, kc: float, mu: float, h: float, eps_u: float, kd: float,
 ):
-    """Penalty ½·kc·(r − d)² against the plane (point, normal), d = (x − point)·normal, plus friction.
+    """Penalty ½·kc·(r − d)² against the plane (point, normal), d = (x − point)·normal, plus friction
+    and normal damping.
+
+    Damping: −kd·v_n·n on the normal velocity relative to the wall, v_n = ((x − x_prev)/h − wall_vel)·n,
+    while in contact (kd = kc·β [N·s/m], β the contact damping time), so a contact does not ring.
 
     Friction is Coulomb with the normal force λ = kc·(r − d), on the tangential displacement over the
     substep relative to the wall, smoothed below eps_u·h (IPC-style), with a PSD Hessian.
@@ -159,10 +167,10 @@ def contact_plane(
     if d < r:
         pen = r - d
         lam = kc * pen
-        f = lam * normal
-        H = kc * wp.outer(normal, normal)
+        du = (x - x_prev) - wall_vel * h
+        f = (lam - kd * wp.dot(du, normal) / h) * normal
+        H = (kc + kd / h) * wp.outer(normal, normal)
         if mu > 0.0:
-            du = (x - x_prev) - wall_vel * h
             ut = du - wp.dot(du, normal) * normal
             ul = wp.length(ut)
             thr = eps_u * h
@@ -228,7 +236,7 @@ def vertex_pair_contacts(
     x: wp.array(dtype=wp.vec3), x_prev: wp.array(dtype=wp.vec3),
     tri: wp.array(dtype=wp.vec3i), v_tri_offsets: wp.array(dtype=wp.int32), v_tri: wp.array(dtype=wp.int32),
     edges: wp.array(dtype=wp.vec2i), v_edge_offsets: wp.array(dtype=wp.int32), v_edge: wp.array(dtype=wp.int32),
-    r: float, kc: float, mu: float, h: float, friction_eps: float,
+    r: float, kc: float, mu: float, h: float, friction_eps: float, kd: float,
     collider_enabled: int, cpts: wp.array(dtype=wp.vec3), cvel: wp.array(dtype=wp.vec3), cvn: wp.array(dtype=wp.vec3),
     cedges: wp.array2d(dtype=wp.int32), cen: wp.array(dtype=wp.vec3), kce: int, ce_count: wp.array(dtype=wp.int32),
     ce_edge: wp.array(dtype=wp.int32), kct: int, ct_count: wp.array(dtype=wp.int32), ct_vertex: wp.array(dtype=wp.int32),
@@ -257,7 +265,7 @@ def vertex_pair_contacts(
                 wk = bw[k]
                 if wk > 0.0:
                     q_prev = bw[0] * x_prev[ids[0]] + bw[1] * x_prev[ids[1]] + bw[2] * x_prev[ids[2]]
-                    fc, Hc = contact_plane(qc, q_prev, cp, cvn[p], cvel[p], r, kc, mu, h, friction_eps)
+                    fc, Hc = contact_plane(qc, q_prev, cp, cvn[p], cvel[p], r, kc, mu, h, friction_eps, kd)
                     f += wk * fc
                     H += (wk * wk) * Hc
         if self_enabled != 0:
@@ -289,7 +297,7 @@ def vertex_pair_contacts(
                     q_prev = wp.lerp(x_prev[ea[0]], x_prev[ea[1]], se)
                     cq = wp.lerp(cpts[q0], cpts[q1], ue)
                     fc, Hc = contact_plane(qc, q_prev, cq, cen[g], wp.lerp(cvel[q0], cvel[q1], ue), r, kc, mu, h,
-                                           friction_eps)
+                                           friction_eps, kd)
                     f += wk * fc
                     H += (wk * wk) * Hc
         if self_enabled != 0:
@@ -320,7 +328,7 @@ def vertex_local(
     spring: wp.array(dtype=wp.vec2i), spring_k: wp.array(dtype=float), v_spring_offsets: wp.array(dtype=wp.int32),
     v_spring: wp.array(dtype=wp.int32),
     h: float, drag: float, wind: wp.vec3, ground_enabled: int, ground_height: float,
-    r: float, kc: float, mu: float, friction_eps: float,
+    r: float, kc: float, mu: float, friction_eps: float, kd: float,
     c_point: wp.array(dtype=wp.vec3), c_normal: wp.array(dtype=wp.vec3), c_vel: wp.array(dtype=wp.vec3),
     c_active: wp.array(dtype=wp.int32), slots: int,
 ):
@@ -350,13 +358,13 @@ def vertex_local(
         H += (ca * inv_h) * wp.outer(n, n)
     if ground_enabled != 0:
         fc, Hc = contact_plane(xi, xpi, wp.vec3(0.0, ground_height, 0.0), wp.vec3(0.0, 1.0, 0.0), wp.vec3(0.0),
-                               r, kc, mu, h, friction_eps)
+                               r, kc, mu, h, friction_eps, kd)
         f += fc
         H += Hc
     for s in range(slots):
         k = i * slots + s
         if c_active[k] != 0:
-            fc, Hc = contact_plane(xi, xpi, c_point[k], c_normal[k], c_vel[k], r, kc, mu, h, friction_eps)
+            fc, Hc = contact_plane(xi, xpi, c_point[k], c_normal[k], c_vel[k], r, kc, mu, h, friction_eps, kd)
             f += fc
             H += Hc
     return f, H
@@ -423,6 +431,7 @@ def vbd_solve_kernel(
     ground_enabled: int,
     ground_height: float,
     contact_stiffness: float,
+    contact_damping: float,
     friction_eps: float,
     # collider contact planes (N * slots)
     c_point: wp.array(dtype=wp.vec3),
@@ -473,12 +482,13 @@ def vbd_solve_kernel(
                             v_tri_offsets, v_tri, bend, bend_k, bend_rest, v_bend_offsets, v_bend, mat_coef, mat_damping,
                             inv_h)
     fc, Hc = vertex_pair_contacts(i, lane, lanes, x, x_prev, tri, v_tri_offsets, v_tri, edges, v_edge_offsets, v_edge,
-                                  r, contact_stiffness, mu, h, friction_eps,
+                                  r, contact_stiffness, mu, h, friction_eps, contact_stiffness * contact_damping,
                                   collider_enabled, cpts, cvel, cvn, cedges, cen, kce, ce_count, ce_edge, kct, ct_count,
                                   ct_vertex, self_enabled, kv, kt, ke, vt_count, vt_tri, tv_count, tv_vertex, ee_count,
                                   ee_edge)
     fl, Hl = vertex_local(i, x, x_prev, y, normals, mass, vertex_area, spring, spring_k, v_spring_offsets, v_spring,
                           h, drag, wind, ground_enabled, ground_height, r, contact_stiffness, mu, friction_eps,
+                          contact_stiffness * contact_damping,
                           c_point, c_normal, c_vel, c_active, slots)
     vertex_update(i, fl + fe + fc, Hl + He + Hc, x, x_prev, self_enabled, min_dist, bound_fraction)
 
@@ -524,6 +534,7 @@ def vbd_solve_tile_kernel(
     ground_enabled: int,
     ground_height: float,
     contact_stiffness: float,
+    contact_damping: float,
     friction_eps: float,
     # collider contact planes (N * slots)
     c_point: wp.array(dtype=wp.vec3),
@@ -577,7 +588,7 @@ def vbd_solve_tile_kernel(
                             v_tri_offsets, v_tri, bend, bend_k, bend_rest, v_bend_offsets, v_bend, mat_coef, mat_damping,
                             inv_h)
     fc, Hc = vertex_pair_contacts(i, lane, lanes, x, x_prev, tri, v_tri_offsets, v_tri, edges, v_edge_offsets, v_edge,
-                                  r, contact_stiffness, mu, h, friction_eps,
+                                  r, contact_stiffness, mu, h, friction_eps, contact_stiffness * contact_damping,
                                   collider_enabled, cpts, cvel, cvn, cedges, cen, kce, ce_count, ce_edge, kct, ct_count,
                                   ct_vertex, self_enabled, kv, kt, ke, vt_count, vt_tri, tv_count, tv_vertex, ee_count,
                                   ee_edge)
@@ -586,6 +597,7 @@ def vbd_solve_tile_kernel(
     if lane == 0:
         fl, Hl = vertex_local(i, x, x_prev, y, normals, mass, vertex_area, spring, spring_k, v_spring_offsets, v_spring,
                               h, drag, wind, ground_enabled, ground_height, r, contact_stiffness, mu, friction_eps,
+                              contact_stiffness * contact_damping,
                               c_point, c_normal, c_vel, c_active, slots)
         vertex_update(i, fl + f_sum, Hl + H_sum, x, x_prev, self_enabled, min_dist, bound_fraction)
 

@@ -12,6 +12,7 @@ import numpy as np
 import warp as wp
 
 from ..collision import SelfContactDetector
+from ..topology import weld_representatives
 
 BOUND_FRACTION = 0.4
 
@@ -22,9 +23,12 @@ class SelfCollision:
         n = model.particle_count
         self.model = model
         edges = model.host_edges.astype(np.int32)
+        # vertices sewn together (seams) count as one vertex: the primitives around a seam are
+        # neighbours, not contacts, so a closing seam is neither pushed apart nor frozen by the bound
         self.detector = SelfContactDetector(
             n, model.host_triangles, edges, vertex_capacity=16, edge_capacity=16, device=d,
             positions=model.host_rest_positions.astype(np.float32),
+            weld=weld_representatives(n, model.host_springs),
         )
         self.query_radius = 0.0  # [m] set by SolverVBD.materials_changed()
 

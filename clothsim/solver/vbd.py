@@ -153,7 +153,7 @@ class SolverVBD:
             for c in self.colliders:
                 wp.launch(K.lerp_points_kernel, c.vertex_count, inputs=[c.start, c.end, alpha], outputs=[c.points], device=dev)
                 c.mesh.refit()
-            wp.launch(K.predict_kernel, n, inputs=[state.x, state.v, state.v_last, m.inv_mass, gravity, h], outputs=[self.x_prev, self.y], device=dev)
+            wp.launch(K.predict_kernel, n, inputs=[state.x, state.v, state.v_last, m.inv_mass, gravity, h, 1.0 / (1.0 + s.air_damping * h)], outputs=[self.x_prev, self.y], device=dev)
             if npins:
                 wp.launch(K.pin_kernel, npins, inputs=[m.pin_indices, state.pin_start, state.pin_end, alpha], outputs=[state.x], device=dev)
             if s.drag > 0.0:
@@ -189,7 +189,7 @@ class SolverVBD:
             m.spring, m.spring_k, m.v_spring_offsets, m.v_spring,
             m.mat_coef, m.mat_damping, m.mat_friction, m.mat_thickness,
             h, s.drag, wp.vec3(*s.wind), int(s.ground is not None), float(s.ground or 0.0),
-            s.contact_stiffness, s.friction_eps,
+            s.contact_stiffness, s.contact_damping, s.friction_eps,
             self.c_point, self.c_normal, self.c_vel, self.c_active, slots,
             m.edges, m.v_edge_offsets, m.v_edge,
             *(self.collider_contacts.kernel_args() if self.collider_contacts is not None else self._collider_off_args),
