@@ -30,9 +30,9 @@ CI_FRAME_CAP = int(os.environ.get("CLOTHSIM_SCENE_FRAME_CAP", "200"))
 # the trousers' crotch seam stayed 340 mm open (its vertices, sewn together, were frozen by the
 # self-contact bound as if they were a collision; sewn vertices now count as one vertex there) and the
 # T-shirt's seams held 9 mm open under load (seam springs as soft as the cloth; now 10x). With the
-# scenes' drag 1 N·s/m³ and air damping 2/s: T-shirt passes at 60 frames, cape within 150, trousers and
-# straight skirt under both thresholds at frame 60 (not yet for 5 frames in a row), circle skirt at
-# frame 150 (9.7e-5 J/kg, residual 0.037). CI_FRAME_CAP is a cap: a drape stops when it has settled.
+# scenes' drag 1 N·s/m³ and air damping 2/s (4/s for the circle skirt) every scene passes: settled at
+# frame 52 (T-shirt), 58 (straight skirt), 61 (trousers), 97 (cape); the circle skirt within 200 (at
+# 2/s it kept 1.7e-4 J/kg at frame 200). CI_FRAME_CAP is a cap: a drape stops when it has settled.
 KNOWN_FAILURES: dict[str, tuple[str, ...]] = {}
 
 
