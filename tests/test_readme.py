@@ -16,6 +16,11 @@ def test_readme_has_python_examples():
 
 
 @pytest.mark.parametrize("index", range(len(BLOCKS)))
-def test_readme_python_example_runs(index, capsys):
+def test_readme_python_example_runs(index, capsys, tmp_path, monkeypatch):
+    # run where a new user would (the repository root: scenes/ and assets/ resolve), but write the
+    # examples' files (panel.obj, drape.cache, ...) into a temporary folder
+    for name in ("scenes", "assets"):
+        (tmp_path / name).symlink_to(README.parent / name)
+    monkeypatch.chdir(tmp_path)
     code = BLOCKS[index]
     exec(compile(code, f"README.md python block {index}", "exec"), {"__name__": "__readme__"})
