@@ -33,28 +33,13 @@ from ..collision.mesh_collider import (
 )
 from ..collision.self_contact import edge_bounds_kernel
 from ..topology import csr, unique_edges
+from .kernels import vertex_normals_kernel
 
 
 @wp.func
 def _face_normal(pts: wp.array(dtype=wp.vec3), tris: wp.array(dtype=wp.vec3i), f: int):
     t = tris[f]
     return wp.cross(pts[t[1]] - pts[t[0]], pts[t[2]] - pts[t[0]])
-
-
-@wp.kernel
-def collider_vertex_normals_kernel(
-    pts: wp.array(dtype=wp.vec3),
-    tris: wp.array(dtype=wp.vec3i),
-    v_face_offsets: wp.array(dtype=wp.int32),
-    v_face: wp.array(dtype=wp.int32),
-    normals: wp.array(dtype=wp.vec3),
-):
-    """Area-weighted outward vertex normals, summed in a fixed order (deterministic)."""
-    i = wp.tid()
-    n = wp.vec3(0.0)
-    for a in range(v_face_offsets[i], v_face_offsets[i + 1]):
-        n += _face_normal(pts, tris, v_face[a])
-    normals[i] = wp.normalize(n)
 
 
 @wp.kernel
@@ -89,7 +74,9 @@ class ColliderContacts:
         tris = np.concatenate([c.indices.numpy().reshape(-1, 3) + o for c, o in zip(self.colliders, self.offsets)])
         cedges, tri_edge = unique_edges(tris)
         # vertex -> faces (CSR) and edge -> its two faces (-1 on an open boundary), for outward normals
-        v_off, v_face = csr(tris.ravel(), np.repeat(np.arange(len(tris)), 3), nc)
+        # (vertex -> corner codes 3·t + k, the layout of the cloth's v_tri, so the cloth's vertex-normal
+        # kernel serves the colliders too)
+        v_off, v_face = csr(tris.ravel(), np.arange(tris.size), nc)
         edge_faces = np.full((len(cedges), 2), -1, dtype=np.int64)
         e_flat, f_flat = tri_edge.ravel(), np.repeat(np.arange(len(tris)), 3)
         order = np.argsort(e_flat, kind="stable")
@@ -140,7 +127,7 @@ class ColliderContacts:
                   outputs=[self.vertex_lowers, self.vertex_uppers, self.bounds], device=d)
         wp.launch(edge_bounds_kernel, self.edges.shape[0], inputs=[self.points, self.edges],
                   outputs=[self.edge_lowers, self.edge_uppers], device=d)
-        wp.launch(collider_vertex_normals_kernel, self.points.shape[0],
+        wp.launch(vertex_normals_kernel, self.points.shape[0],
                   inputs=[self.points, self.triangles, self.v_face_offsets, self.v_face],
                   outputs=[self.vertex_normals], device=d)
         wp.launch(collider_edge_normals_kernel, self.edges.shape[0],

@@ -390,216 +390,130 @@ def vertex_update(
         x[i] = xn
 
 
-@wp.kernel
-def vbd_solve_kernel(
-    color_vertices: wp.array(dtype=wp.int32),
-    color_start: int,
-    lanes: int,
-    # state
-    x: wp.array(dtype=wp.vec3),
-    x_prev: wp.array(dtype=wp.vec3),
-    y: wp.array(dtype=wp.vec3),
-    normals: wp.array(dtype=wp.vec3),
-    theta_prev: wp.array(dtype=float),
-    # model
-    mass: wp.array(dtype=float),
-    vertex_area: wp.array(dtype=float),
-    vertex_cloth: wp.array(dtype=wp.int32),
-    tri: wp.array(dtype=wp.vec3i),
-    tri_dm_inv: wp.array(dtype=wp.mat22),
-    tri_area: wp.array(dtype=float),
-    tri_cloth: wp.array(dtype=wp.int32),
-    v_tri_offsets: wp.array(dtype=wp.int32),
-    v_tri: wp.array(dtype=wp.int32),
-    bend: wp.array(dtype=wp.vec4i),
-    bend_k: wp.array(dtype=float),
-    bend_rest: wp.array(dtype=float),
-    v_bend_offsets: wp.array(dtype=wp.int32),
-    v_bend: wp.array(dtype=wp.int32),
-    spring: wp.array(dtype=wp.vec2i),
-    spring_k: wp.array(dtype=float),
-    v_spring_offsets: wp.array(dtype=wp.int32),
-    v_spring: wp.array(dtype=wp.int32),
-    mat_coef: wp.array(dtype=wp.vec4),
-    mat_damping: wp.array(dtype=float),
-    mat_friction: wp.array(dtype=float),
-    mat_thickness: wp.array(dtype=float),
-    # environment
-    h: float,
-    drag: float,
-    wind: wp.vec3,
-    ground_enabled: int,
-    ground_height: float,
-    contact_stiffness: float,
-    contact_damping: float,
-    friction_eps: float,
-    # collider contact planes (N * slots)
-    c_point: wp.array(dtype=wp.vec3),
-    c_normal: wp.array(dtype=wp.vec3),
-    c_vel: wp.array(dtype=wp.vec3),
-    c_active: wp.array(dtype=wp.int32),
-    slots: int,
-    # edges and vertex -> edge adjacency
-    edges: wp.array(dtype=wp.vec2i),
-    v_edge_offsets: wp.array(dtype=wp.int32),
-    v_edge: wp.array(dtype=wp.int32),
-    # collider feature pairs (ColliderContacts), used when collider_enabled != 0
-    collider_enabled: int,
-    cpts: wp.array(dtype=wp.vec3),
-    cvel: wp.array(dtype=wp.vec3),
-    cvn: wp.array(dtype=wp.vec3),
-    cedges: wp.array2d(dtype=wp.int32),
-    cen: wp.array(dtype=wp.vec3),
-    kce: int,
-    ce_count: wp.array(dtype=wp.int32),
-    ce_edge: wp.array(dtype=wp.int32),
-    kct: int,
-    ct_count: wp.array(dtype=wp.int32),
-    ct_vertex: wp.array(dtype=wp.int32),
-    # self-contact lists (clothsim.collision.SelfContactDetector), used when self_enabled != 0
-    self_enabled: int,
-    kv: int,
-    kt: int,
-    ke: int,
-    vt_count: wp.array(dtype=wp.int32),
-    vt_tri: wp.array(dtype=wp.int32),
-    tv_count: wp.array(dtype=wp.int32),
-    tv_vertex: wp.array(dtype=wp.int32),
-    ee_count: wp.array(dtype=wp.int32),
-    ee_edge: wp.array(dtype=wp.int32),
-    min_dist: wp.array(dtype=float),
-    bound_fraction: float,
-):
-    """One VBD pass, one thread per vertex (CPU; lanes = 1): x_i ← x_i + H_i⁻¹ f_i."""
-    tid = wp.tid()
-    i = color_vertices[color_start + tid]
-    lane = int(0)
-    ci = vertex_cloth[i]
-    r = mat_thickness[ci]
-    mu = mat_friction[ci]
-    inv_h = 1.0 / h
-    fe, He = vertex_elastic(i, lane, lanes, x, x_prev, theta_prev, vertex_cloth, tri, tri_dm_inv, tri_area, tri_cloth,
-                            v_tri_offsets, v_tri, bend, bend_k, bend_rest, v_bend_offsets, v_bend, mat_coef, mat_damping,
-                            inv_h)
-    fc, Hc = vertex_pair_contacts(i, lane, lanes, x, x_prev, tri, v_tri_offsets, v_tri, edges, v_edge_offsets, v_edge,
-                                  r, contact_stiffness, mu, h, friction_eps, contact_stiffness * contact_damping,
-                                  collider_enabled, cpts, cvel, cvn, cedges, cen, kce, ce_count, ce_edge, kct, ct_count,
-                                  ct_vertex, self_enabled, kv, kt, ke, vt_count, vt_tri, tv_count, tv_vertex, ee_count,
-                                  ee_edge)
-    fl, Hl = vertex_local(i, x, x_prev, y, normals, mass, vertex_area, spring, spring_k, v_spring_offsets, v_spring,
-                          h, drag, wind, ground_enabled, ground_height, r, contact_stiffness, mu, friction_eps,
-                          contact_stiffness * contact_damping,
-                          c_point, c_normal, c_vel, c_active, slots)
-    vertex_update(i, fl + fe + fc, Hl + He + Hc, x, x_prev, self_enabled, min_dist, bound_fraction)
+def _make_vbd_solve_kernel(tiled: bool):
+    """The VBD vertex pass, in two variants built from this one source.
+
+    tiled = False: one thread per vertex (CPU, lanes = 1, one launch may sweep every colour in order;
+    CUDA colours too large to pay for idle lanes). tiled = True (CUDA): one block of ``lanes`` threads
+    per vertex; the lanes share the vertex's elements and contact pairs, a tile reduction sums their
+    blocks, lane 0 adds the per-vertex terms and moves the vertex: x_i ← x_i + H_i⁻¹ f_i.
+    """
+
+    def vbd_solve(
+        color_vertices: wp.array(dtype=wp.int32),
+        color_start: int,
+        lanes: int,
+        # state
+        x: wp.array(dtype=wp.vec3),
+        x_prev: wp.array(dtype=wp.vec3),
+        y: wp.array(dtype=wp.vec3),
+        normals: wp.array(dtype=wp.vec3),
+        theta_prev: wp.array(dtype=float),
+        # model
+        mass: wp.array(dtype=float),
+        vertex_area: wp.array(dtype=float),
+        vertex_cloth: wp.array(dtype=wp.int32),
+        tri: wp.array(dtype=wp.vec3i),
+        tri_dm_inv: wp.array(dtype=wp.mat22),
+        tri_area: wp.array(dtype=float),
+        tri_cloth: wp.array(dtype=wp.int32),
+        v_tri_offsets: wp.array(dtype=wp.int32),
+        v_tri: wp.array(dtype=wp.int32),
+        bend: wp.array(dtype=wp.vec4i),
+        bend_k: wp.array(dtype=float),
+        bend_rest: wp.array(dtype=float),
+        v_bend_offsets: wp.array(dtype=wp.int32),
+        v_bend: wp.array(dtype=wp.int32),
+        spring: wp.array(dtype=wp.vec2i),
+        spring_k: wp.array(dtype=float),
+        v_spring_offsets: wp.array(dtype=wp.int32),
+        v_spring: wp.array(dtype=wp.int32),
+        mat_coef: wp.array(dtype=wp.vec4),
+        mat_damping: wp.array(dtype=float),
+        mat_friction: wp.array(dtype=float),
+        mat_thickness: wp.array(dtype=float),
+        # environment
+        h: float,
+        drag: float,
+        wind: wp.vec3,
+        ground_enabled: int,
+        ground_height: float,
+        contact_stiffness: float,
+        contact_damping: float,
+        friction_eps: float,
+        # collider contact planes (N * slots)
+        c_point: wp.array(dtype=wp.vec3),
+        c_normal: wp.array(dtype=wp.vec3),
+        c_vel: wp.array(dtype=wp.vec3),
+        c_active: wp.array(dtype=wp.int32),
+        slots: int,
+        # edges and vertex -> edge adjacency
+        edges: wp.array(dtype=wp.vec2i),
+        v_edge_offsets: wp.array(dtype=wp.int32),
+        v_edge: wp.array(dtype=wp.int32),
+        # collider feature pairs (ColliderContacts), used when collider_enabled != 0
+        collider_enabled: int,
+        cpts: wp.array(dtype=wp.vec3),
+        cvel: wp.array(dtype=wp.vec3),
+        cvn: wp.array(dtype=wp.vec3),
+        cedges: wp.array2d(dtype=wp.int32),
+        cen: wp.array(dtype=wp.vec3),
+        kce: int,
+        ce_count: wp.array(dtype=wp.int32),
+        ce_edge: wp.array(dtype=wp.int32),
+        kct: int,
+        ct_count: wp.array(dtype=wp.int32),
+        ct_vertex: wp.array(dtype=wp.int32),
+        # self-contact lists (clothsim.collision.SelfContactDetector), used when self_enabled != 0
+        self_enabled: int,
+        kv: int,
+        kt: int,
+        ke: int,
+        vt_count: wp.array(dtype=wp.int32),
+        vt_tri: wp.array(dtype=wp.int32),
+        tv_count: wp.array(dtype=wp.int32),
+        tv_vertex: wp.array(dtype=wp.int32),
+        ee_count: wp.array(dtype=wp.int32),
+        ee_edge: wp.array(dtype=wp.int32),
+        min_dist: wp.array(dtype=float),
+        bound_fraction: float,
+    ):
+        tid = wp.tid()
+        slot = tid
+        lane = int(0)
+        if wp.static(tiled):
+            slot = tid // lanes
+            lane = tid - slot * lanes
+        i = color_vertices[color_start + slot]
+        ci = vertex_cloth[i]
+        r = mat_thickness[ci]
+        mu = mat_friction[ci]
+        inv_h = 1.0 / h
+        kd = contact_stiffness * contact_damping
+        fe, He = vertex_elastic(i, lane, lanes, x, x_prev, theta_prev, vertex_cloth, tri, tri_dm_inv, tri_area,
+                                tri_cloth, v_tri_offsets, v_tri, bend, bend_k, bend_rest, v_bend_offsets, v_bend,
+                                mat_coef, mat_damping, inv_h)
+        fc, Hc = vertex_pair_contacts(i, lane, lanes, x, x_prev, tri, v_tri_offsets, v_tri, edges, v_edge_offsets,
+                                      v_edge, r, contact_stiffness, mu, h, friction_eps, kd,
+                                      collider_enabled, cpts, cvel, cvn, cedges, cen, kce, ce_count, ce_edge, kct,
+                                      ct_count, ct_vertex, self_enabled, kv, kt, ke, vt_count, vt_tri, tv_count,
+                                      tv_vertex, ee_count, ee_edge)
+        if wp.static(tiled):
+            fe = wp.tile_reduce(wp.add, wp.tile(fe + fc, preserve_type=True))[0]
+            He = wp.tile_reduce(wp.add, wp.tile(He + Hc, preserve_type=True))[0]
+            fc = wp.vec3(0.0)
+            Hc = wp.mat33(0.0)
+        if lane == 0:
+            fl, Hl = vertex_local(i, x, x_prev, y, normals, mass, vertex_area, spring, spring_k, v_spring_offsets,
+                                  v_spring, h, drag, wind, ground_enabled, ground_height, r, contact_stiffness, mu,
+                                  friction_eps, kd, c_point, c_normal, c_vel, c_active, slots)
+            vertex_update(i, fl + fe + fc, Hl + He + Hc, x, x_prev, self_enabled, min_dist, bound_fraction)
+
+    return wp.kernel(vbd_solve, name="vbd_solve_tile_kernel" if tiled else "vbd_solve_kernel")
 
 
-@wp.kernel
-def vbd_solve_tile_kernel(
-    color_vertices: wp.array(dtype=wp.int32),
-    color_start: int,
-    lanes: int,
-    # state
-    x: wp.array(dtype=wp.vec3),
-    x_prev: wp.array(dtype=wp.vec3),
-    y: wp.array(dtype=wp.vec3),
-    normals: wp.array(dtype=wp.vec3),
-    theta_prev: wp.array(dtype=float),
-    # model
-    mass: wp.array(dtype=float),
-    vertex_area: wp.array(dtype=float),
-    vertex_cloth: wp.array(dtype=wp.int32),
-    tri: wp.array(dtype=wp.vec3i),
-    tri_dm_inv: wp.array(dtype=wp.mat22),
-    tri_area: wp.array(dtype=float),
-    tri_cloth: wp.array(dtype=wp.int32),
-    v_tri_offsets: wp.array(dtype=wp.int32),
-    v_tri: wp.array(dtype=wp.int32),
-    bend: wp.array(dtype=wp.vec4i),
-    bend_k: wp.array(dtype=float),
-    bend_rest: wp.array(dtype=float),
-    v_bend_offsets: wp.array(dtype=wp.int32),
-    v_bend: wp.array(dtype=wp.int32),
-    spring: wp.array(dtype=wp.vec2i),
-    spring_k: wp.array(dtype=float),
-    v_spring_offsets: wp.array(dtype=wp.int32),
-    v_spring: wp.array(dtype=wp.int32),
-    mat_coef: wp.array(dtype=wp.vec4),
-    mat_damping: wp.array(dtype=float),
-    mat_friction: wp.array(dtype=float),
-    mat_thickness: wp.array(dtype=float),
-    # environment
-    h: float,
-    drag: float,
-    wind: wp.vec3,
-    ground_enabled: int,
-    ground_height: float,
-    contact_stiffness: float,
-    contact_damping: float,
-    friction_eps: float,
-    # collider contact planes (N * slots)
-    c_point: wp.array(dtype=wp.vec3),
-    c_normal: wp.array(dtype=wp.vec3),
-    c_vel: wp.array(dtype=wp.vec3),
-    c_active: wp.array(dtype=wp.int32),
-    slots: int,
-    # edges and vertex -> edge adjacency
-    edges: wp.array(dtype=wp.vec2i),
-    v_edge_offsets: wp.array(dtype=wp.int32),
-    v_edge: wp.array(dtype=wp.int32),
-    # collider feature pairs (ColliderContacts), used when collider_enabled != 0
-    collider_enabled: int,
-    cpts: wp.array(dtype=wp.vec3),
-    cvel: wp.array(dtype=wp.vec3),
-    cvn: wp.array(dtype=wp.vec3),
-    cedges: wp.array2d(dtype=wp.int32),
-    cen: wp.array(dtype=wp.vec3),
-    kce: int,
-    ce_count: wp.array(dtype=wp.int32),
-    ce_edge: wp.array(dtype=wp.int32),
-    kct: int,
-    ct_count: wp.array(dtype=wp.int32),
-    ct_vertex: wp.array(dtype=wp.int32),
-    # self-contact lists (clothsim.collision.SelfContactDetector), used when self_enabled != 0
-    self_enabled: int,
-    kv: int,
-    kt: int,
-    ke: int,
-    vt_count: wp.array(dtype=wp.int32),
-    vt_tri: wp.array(dtype=wp.int32),
-    tv_count: wp.array(dtype=wp.int32),
-    tv_vertex: wp.array(dtype=wp.int32),
-    ee_count: wp.array(dtype=wp.int32),
-    ee_edge: wp.array(dtype=wp.int32),
-    min_dist: wp.array(dtype=float),
-    bound_fraction: float,
-):
-    """One VBD pass, one block of ``lanes`` threads per vertex (CUDA): the lanes share the vertex's
-    elements and contact pairs, a tile reduction sums their blocks, lane 0 adds the per-vertex terms and
-    moves the vertex."""
-    tid = wp.tid()
-    slot = tid // lanes
-    lane = tid - slot * lanes
-    i = color_vertices[color_start + slot]
-    ci = vertex_cloth[i]
-    r = mat_thickness[ci]
-    mu = mat_friction[ci]
-    inv_h = 1.0 / h
-    fe, He = vertex_elastic(i, lane, lanes, x, x_prev, theta_prev, vertex_cloth, tri, tri_dm_inv, tri_area, tri_cloth,
-                            v_tri_offsets, v_tri, bend, bend_k, bend_rest, v_bend_offsets, v_bend, mat_coef, mat_damping,
-                            inv_h)
-    fc, Hc = vertex_pair_contacts(i, lane, lanes, x, x_prev, tri, v_tri_offsets, v_tri, edges, v_edge_offsets, v_edge,
-                                  r, contact_stiffness, mu, h, friction_eps, contact_stiffness * contact_damping,
-                                  collider_enabled, cpts, cvel, cvn, cedges, cen, kce, ce_count, ce_edge, kct, ct_count,
-                                  ct_vertex, self_enabled, kv, kt, ke, vt_count, vt_tri, tv_count, tv_vertex, ee_count,
-                                  ee_edge)
-    f_sum = wp.tile_reduce(wp.add, wp.tile(fe + fc, preserve_type=True))[0]
-    H_sum = wp.tile_reduce(wp.add, wp.tile(He + Hc, preserve_type=True))[0]
-    if lane == 0:
-        fl, Hl = vertex_local(i, x, x_prev, y, normals, mass, vertex_area, spring, spring_k, v_spring_offsets, v_spring,
-                              h, drag, wind, ground_enabled, ground_height, r, contact_stiffness, mu, friction_eps,
-                              contact_stiffness * contact_damping,
-                              c_point, c_normal, c_vel, c_active, slots)
-        vertex_update(i, fl + f_sum, Hl + H_sum, x, x_prev, self_enabled, min_dist, bound_fraction)
+vbd_solve_kernel = _make_vbd_solve_kernel(tiled=False)
+vbd_solve_tile_kernel = _make_vbd_solve_kernel(tiled=True)
 
 
 @wp.kernel

@@ -21,7 +21,6 @@ class SelfCollision:
     def __init__(self, model, settings):
         d = model.device
         n = model.particle_count
-        self.model = model
         edges = model.host_edges.astype(np.int32)
         # vertices sewn together (seams) count as one vertex: the primitives around a seam are
         # neighbours, not contacts, so a closing seam is neither pushed apart nor frozen by the bound
@@ -45,7 +44,6 @@ class SelfCollision:
 
     def release(self):
         self.detector.release()
-        self.model = None
 
 
 def disabled_kernel_args(device):
