@@ -40,6 +40,9 @@ class Simulator:
             documented collider speed left vertices 2.4 cm inside, against 0.5 mm without); contact_margin: how far [m] beyond the
             thickness contacts are searched each substep (sets the largest safe collider speed, see
             :attr:`max_collider_speed`).
+        model: a :class:`ClothModel` of exactly these cloths already built on ``device`` (e.g. restored
+            from a host snapshot by :mod:`clothsim.multires`); the simulator takes ownership of it and frees
+            it in :meth:`release`. Default: built here from ``cloths``.
     """
 
     def __init__(self, cloths, *, device="cpu", dt: float = 1.0 / 60.0, substeps: int = 10, iterations: int = 10,
@@ -47,7 +50,7 @@ class Simulator:
                  air_damping: float = 0.0,
                  self_collision: bool = False, contact_stiffness: float = 1.0e4, contact_damping: float = 0.0,
                  contact_margin: float = 0.01,
-                 friction_eps: float = 1.0e-2):
+                 friction_eps: float = 1.0e-2, model: ClothModel | None = None):
         if isinstance(cloths, Cloth):
             cloths = [cloths]
         cloths = list(cloths)
@@ -93,7 +96,12 @@ class Simulator:
         self._views = []
 
         with wp.ScopedDevice(self.device):
-            self.model = ClothModel(cloths, self.device)
+            if model is None:
+                model = ClothModel(cloths, self.device)
+            elif not isinstance(model, ClothModel) or model.device != self.device or \
+                    model.particle_count != sum(c.vertex_count for c in cloths):
+                raise InputError("Simulator: model must be a ClothModel of the given cloths on the same device")
+            self.model = model
             self.state = ClothState(self.model)
             self.solver = SolverVBD(self.model, self)
 
