@@ -69,3 +69,54 @@ def guarded_torch_view(arr, what: str):
     g = t.as_subclass(_guarded_class())
     g._clothsim_token = token
     return g, token
+
+
+_GUARDED_WARP = None
+
+
+def _guarded_warp_class():
+    global _GUARDED_WARP
+    if _GUARDED_WARP is None:
+        import warp as wp
+
+        class GuardedArray(wp.array):
+            """A non-owning Warp array aliasing an owner's buffer. Every path to the memory goes through
+            ``ptr`` (numpy, copies) or ``__ctype__`` (kernel launches); both raise StaleViewError once the
+            owner has released the buffer, so the alias never reads freed memory."""
+
+            def _check(self):
+                token = self.__dict__.get("_clothsim_token")
+                if token is not None and not token.valid:
+                    raise StaleViewError(
+                        f"{token.what}: this zero-copy Warp array refers to simulator memory that was released "
+                        "(release(), a level switch or a reallocation); ask the simulator for a new view")
+
+            @property
+            def ptr(self):
+                self._check()
+                return self.__dict__.get("_ptr")
+
+            @ptr.setter
+            def ptr(self, value):
+                self.__dict__["_ptr"] = value
+
+            def __ctype__(self):
+                self._check()
+                return super().__ctype__()
+
+            def __del__(self):  # non-owning: nothing to free
+                pass
+
+        _GUARDED_WARP = GuardedArray
+    return _GUARDED_WARP
+
+
+def guarded_warp_view(arr, what: str, token: ViewToken | None = None):
+    """A zero-copy, non-owning Warp array of ``arr`` (same dtype, shape, device) that raises StaleViewError
+    once ``token`` is invalidated; returns (view, token). The view does not keep ``arr``'s memory alive:
+    the owner frees it on release and the view refuses to be used from then on."""
+    token = token or ViewToken(what)
+    g = _guarded_warp_class()(ptr=arr.ptr, dtype=arr.dtype, shape=arr.shape, strides=arr.strides, device=arr.device,
+                              capacity=arr.capacity, deleter=None)
+    g._clothsim_token = token
+    return g, token
