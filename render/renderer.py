@@ -356,7 +356,8 @@ class Renderer:
             self._vao(gm, prog, False, True).render()
 
     def render(self, meshes: Sequence[MeshItem], camera: Camera, settings: RenderSettings | None = None, *,
-               device_positions: dict | None = None, **overrides) -> np.ndarray:
+               device_positions: dict | None = None, framebuffer=None, overlay=None,
+               **overrides) -> np.ndarray | None:
         """Draw ``meshes`` seen by ``camera``; returns (H, W, 4) uint8 sRGB with straight alpha.
 
         ``overrides`` are RenderSettings fields (e.g. ``width=256, transparent=True``).
@@ -368,13 +369,20 @@ class Renderer:
         interop, with no host round trip (their MeshItem supplies triangles, uvs and material).
         The Renderer's context is made current
         for the call (another library's context may have been made current in between).
+
+        ``framebuffer`` (a moderngl Framebuffer of the image's size, e.g. a window's screen): the
+        frame is resolved into it and nothing is read back; returns None. ``overlay``: a callable
+        ``overlay(ctx, view_proj, camera, near, far)`` run with the colour pass's framebuffer bound
+        (depth test on, after the meshes and the floor), for extra geometry such as the preview's
+        wireframe and strain map.
         """
         self._check_alive()
         with self.ctx:
-            return self._render(meshes, camera, settings, device_positions, **overrides)
+            return self._render(meshes, camera, settings, device_positions, framebuffer=framebuffer,
+                                overlay=overlay, **overrides)
 
     def _render(self, meshes: Sequence[MeshItem], camera: Camera, settings: RenderSettings | None,
-                device_positions, **overrides) -> np.ndarray:
+                device_positions, framebuffer=None, overlay=None, **overrides) -> np.ndarray | None:
         s = settings or RenderSettings()
         if overrides:
             s = RenderSettings(**{**s.__dict__, **overrides})
@@ -558,6 +566,16 @@ class Renderer:
             self._ground_vao(prog).render(mode=ctx.TRIANGLE_STRIP, vertices=4)
             ctx.depth_func = "<"
 
+        if overlay is not None:
+            fbo.use()
+            ctx.enable(ctx.DEPTH_TEST)
+            overlay(ctx, view_proj, camera, near, far)
+            fbo.use()
+
+        if framebuffer is not None:   # resolve straight into the caller's framebuffer (a window)
+            ctx.copy_framebuffer(framebuffer, fbo)
+            return None
+
         # ---- resolve and read back
         if samples > 1:
             resolve = self._target("resolve", (w, h))[0]
@@ -573,6 +591,28 @@ class Renderer:
         if s.transparent:
             img = _unpremultiply(img)
         return img
+
+    def gl_nbytes(self) -> dict:
+        """Bytes of GL memory this Renderer holds, by kind: mesh buffers, textures, render targets
+        (sizes as allocated; MSAA targets count every sample)."""
+        meshes = 0
+        for gm in self._meshes.values():
+            for name in ("vbo_pos", "vbo_nrm", "vbo_uv", "ibo"):
+                buf = getattr(gm, name)
+                if buf is not None:
+                    meshes += buf.size
+        textures = self._sheen_lut.width * self._sheen_lut.height * 4
+        for tex in self._textures.values():
+            textures += int(tex.width * tex.height * 4 * 4 / 3)   # with its mip chain
+        targets = 0
+        for key, objs in self._targets.items():
+            if key[0] == "ground":
+                continue
+            kind, (w, h), samples = key
+            px = w * h * max(int(samples), 1)
+            targets += {"msaa": 8 * px, "resolve": 4 * px, "depth": 4 * px, "contact": int(2 * px * 4 / 3)}[kind]
+        return {"meshes": int(meshes), "textures": int(textures), "targets": int(targets),
+                "total": int(meshes + textures + targets)}
 
     def _ground_vao(self, prog):
         key = ("ground", id(prog))

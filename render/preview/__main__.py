@@ -1,0 +1,5 @@
+import sys
+
+from render.preview import main
+
+sys.exit(main())

@@ -1,0 +1,813 @@
+"""The preview application: a window (glfw) or a headless EGL surface, the catalog Renderer, ImGui
+panels, and a simulation worker process that it never waits on.
+
+    app = PreviewApp("scenes/tshirt.toml", level=0)
+    app.run(script=["play", "wait_frames 5", "pause", "sync", "screenshot out.png", "quit"])
+
+Every user action is a command (:meth:`PreviewApp.command`), whether it comes from a key, a button,
+a ``--script`` file or a test. Script-only commands wait without blocking the draw loop:
+``wait SECONDS``, ``wait_frames N`` (N more simulated frames arrive), ``wait_level K``,
+``sync`` (the worker has handled every command sent so far), ``record NAME`` (keep a snapshot of
+the state in :attr:`PreviewApp.records`).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import shlex
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+import clothsim as cs
+
+from ..catalog import write_png
+from ..material import Material, MeshItem
+from ..renderer import RenderSettings, Renderer
+from ..sources import FABRIC_COLOURS, _close_seams
+from .camera import VIEW_KEYS, OrbitCamera
+from .channel import FrameChannel
+from .views import View, vertex_stretch
+
+log = logging.getLogger("render.preview")
+
+HISTORY_BYTES = 512 << 20          # frames kept for scrubbing, per resolution level
+WAIT_TIMEOUT_S = 300.0             # a script wait that takes longer is an error
+QUALITY = {
+    # llvmpipe draws a 1280x720 frame in ~40 ms without MSAA and shadows, ~300 ms with them
+    "fast": dict(samples=1, shadows=False),
+    "high": dict(samples=4, shadows=True, shadow_map_size=2048, contact_map_size=512),
+}
+SPEEDS = (0.0, 0.125, 0.25, 0.5, 1.0, 2.0)   # 0 = as fast as the simulation goes
+
+
+@dataclass
+class Topology:
+    """One mesh layout from the worker (a scene at a level) and its channel."""
+
+    generation: int
+    channel: FrameChannel
+    info: dict
+    triangles: np.ndarray
+    offsets: np.ndarray
+    garment_tris: list
+    body_triangles: np.ndarray
+    rest_uv: np.ndarray
+    pins: np.ndarray
+    seams: np.ndarray
+    history: list = field(default_factory=list)   # [(frame, positions (N, 3) float32, body or None)]
+
+
+class PreviewApp:
+    """The preview window.
+
+    Args:
+        scene: a scene file (.toml) to simulate, or None (load one from the window).
+        level: resolution level (0 = coarsest, 40 mm) or None for the scene's own.
+        size: window / image size [px].
+        headless: no window: an EGL context and an offscreen framebuffer (GPU machines, benchmarks).
+        device: Warp device for the simulation (None: the scene's ``simulation.device``).
+        play: start simulating at once.
+        quality: "fast" (no MSAA, no shadows: interactive on llvmpipe) or "high" (catalog look).
+        max_fps: draw-loop cap (leaves the CPU to the simulation); 0 = uncapped.
+        continuous: redraw the 3D scene every loop even when nothing changed (benchmarks).
+    """
+
+    def __init__(self, scene=None, *, level=None, size=(1280, 720), headless: bool = False, device=None,
+                 play: bool = False, quality: str = "fast", max_fps: float = 60.0, continuous: bool = False,
+                 title: str = "clothsim preview") -> None:
+        if quality not in QUALITY:
+            raise cs.InputError(f"quality must be one of {', '.join(QUALITY)}, got {quality!r}")
+        self.size = (int(size[0]), int(size[1]))
+        self.headless = headless
+        self.quality = quality
+        self.max_fps = float(max_fps)
+        self.continuous = continuous
+        self.view = View.SHADED
+        self.show_markers = False
+        self.show_help = False
+        self.strain_max = 0.10
+        self.orbit = OrbitCamera()
+        self.records: dict[str, dict] = {}
+        self.errors: list[str] = []
+        self.messages: list[str] = []
+        self.topo: Topology | None = None
+        self.scrub: int | None = None          # history index shown, None = newest
+        self.playing = False
+        self.speed = 0.0
+        self.sim_frame = 0                     # newest simulated frame received
+        self.frames_received = 0
+        self.step_ms = 0.0
+        self.sim_stats = {}
+        self.memory = {}
+        self.handled = 0
+        self.fps = 0.0
+        self.draw_ms = 0.0
+        self.scene_draws = 0
+        self.loops = 0
+        self.scene_path = str(scene) if scene is not None else ""
+        self.load_field = self.scene_path
+        self._framed = False
+        self._dirty = True
+        self._want_close = False
+        self._script: list[str] = []
+        self._wait = None
+        self._items = None
+        self._display = None                   # (frame, positions, body) shown
+        self._mouse = None
+        self._last_loop = None
+        self._pending_shots: list[Path] = []
+        self._shot_armed = False
+        self._open_gl(title)
+        self.sim = None
+        self.sim = self._start_sim(scene, level, device, play)
+
+    # ================================================================== setup
+    def _open_gl(self, title: str) -> None:
+        from .imgui_gl import ImGuiRenderer
+
+        if self.headless:
+            from ..gl import create_headless_context
+
+            self.window = None
+            self.ctx = create_headless_context("egl")
+        else:
+            import glfw
+            import moderngl
+
+            if not glfw.init():
+                raise cs.ClothsimError("cannot initialise GLFW: no display? (set DISPLAY, run under xvfb-run, "
+                                       "or use --headless)")
+            glfw.window_hint(glfw.CONTEXT_VERSION_MAJOR, 4)
+            glfw.window_hint(glfw.CONTEXT_VERSION_MINOR, 5)
+            glfw.window_hint(glfw.OPENGL_PROFILE, glfw.OPENGL_CORE_PROFILE)
+            glfw.window_hint(glfw.OPENGL_FORWARD_COMPAT, True)
+            glfw.window_hint(glfw.SAMPLES, 0)
+            self.window = glfw.create_window(self.size[0], self.size[1], title, None, None)
+            if not self.window:
+                glfw.terminate()
+                raise cs.ClothsimError("cannot open a GL 4.5 core window (GLFW); try --headless")
+            glfw.make_context_current(self.window)
+            glfw.swap_interval(0)
+            self.ctx = moderngl.create_context(require=450)
+            self._install_callbacks()
+        self.renderer = Renderer(self.ctx)
+        from imgui_bundle import imgui
+
+        self.imgui = imgui
+        self._imgui_ctx = imgui.create_context()
+        imgui.get_io().set_ini_filename("")     # no imgui.ini next to the user's files
+        imgui.style_colors_dark()
+        self.gui = ImGuiRenderer(self.ctx, self.renderer.programs)
+        from .overlay import ViewOverlay
+
+        self.overlay = ViewOverlay(self.ctx, self.renderer.programs)
+        self._scene_fbo = None
+        self._offscreen = None
+        self._make_targets()
+
+    def _make_targets(self) -> None:
+        """The cached 3D image (redrawn only when something changed) and, headless, the output image."""
+        for objs in (self._scene_fbo, self._offscreen):
+            if objs:
+                for o in objs:
+                    o.release()
+        w, h = self.fb_size
+        rb = self.ctx.renderbuffer((w, h), 4)
+        self._scene_fbo = (self.ctx.framebuffer([rb]), rb)
+        if self.headless:
+            rb2 = self.ctx.renderbuffer((w, h), 4)
+            self._offscreen = (self.ctx.framebuffer([rb2]), rb2)
+        self._dirty = True
+
+    @property
+    def fb_size(self) -> tuple[int, int]:
+        if self.window is None:
+            return self.size
+        import glfw
+
+        w, h = glfw.get_framebuffer_size(self.window)
+        return max(int(w), 1), max(int(h), 1)
+
+    @property
+    def screen(self):
+        return self._offscreen[0] if self.headless else self.ctx.screen
+
+    def _start_sim(self, scene, level, device, play):
+        from .sim import SimProcess
+
+        if scene is not None and not Path(scene).exists():
+            self._error(f"scene file not found: {scene}")
+            scene = None
+        return SimProcess(scene, level=level, device=device, playing=play)
+
+    # ================================================================== messages
+    def _error(self, message: str) -> None:
+        self.errors.append(message)
+        del self.errors[:-20]
+        log.error(message)
+
+    def _info(self, message: str) -> None:
+        self.messages.append(message)
+        del self.messages[:-50]
+        log.info(message)
+
+    def _poll_sim(self) -> None:
+        for ev in self.sim.poll():
+            kind = ev.get("type")
+            if kind == "topology":
+                self._set_topology(ev)
+            elif kind == "state":
+                self.playing = bool(ev["playing"])
+                self.speed = float(ev["speed"])
+                self.handled = int(ev.get("handled", self.handled))
+            elif kind == "memory":
+                self.memory = ev["report"]
+            elif kind == "error":
+                self._error(ev["message"])
+            elif kind == "log":
+                self._info(ev["message"])
+            elif kind == "exit":
+                self._info("simulation worker exited")
+        if self.sim is not None and not self.sim.alive and not getattr(self, "_dead_reported", False):
+            self._dead_reported = True
+            self._error(f"the simulation process ended (exit code {self.sim.proc.exitcode})")
+        if self.topo is not None:
+            self._read_channel()
+
+    def _set_topology(self, ev: dict) -> None:
+        old = self.topo
+        try:
+            ch = FrameChannel.attach(ev["shm"], ev["n"], ev["b"])
+        except FileNotFoundError:
+            return   # superseded: the worker has moved on to a newer layout (its event follows)
+        offsets = np.asarray(ev["garment_offsets"], np.int64)
+        tris = np.asarray(ev["triangles"], np.int32)
+        g_tris = []
+        for i in range(len(offsets) - 1):
+            a, b = int(offsets[i]), int(offsets[i + 1])
+            mask = (tris >= a).all(axis=1) & (tris < b).all(axis=1)
+            g_tris.append(np.ascontiguousarray(tris[mask] - a, np.int32))
+        self.topo = Topology(ev["generation"], ch, ev, tris, offsets, g_tris, np.asarray(ev["body_triangles"], np.int32),
+                             np.asarray(ev["rest_uv"], np.float32), np.asarray(ev["pins"]), np.asarray(ev["seams"]))
+        self.overlay.set_topology(tris, self.topo.pins, self.topo.seams, ev["n"])
+        self.memory = ev.get("memory", {})
+        self.scene_path = ev["scene_path"]
+        if old is None or old.info["scene_path"] != ev["scene_path"]:
+            self._framed = False
+            self.load_field = ev["scene_path"]
+        if old is not None:
+            old.channel.close()
+        self.scrub = None
+        self._display = None
+        self._items = None
+        self._dirty = True
+
+    def _read_channel(self) -> None:
+        t = self.topo
+        if t.history and t.channel.seq == getattr(self, "_last_seq", -1):
+            return
+        fr = t.channel.read()
+        if fr is None:
+            return
+        self._last_seq = fr.seq
+        if t.history and t.history[-1][0] == fr.frame:
+            # the same frame again (e.g. republished with penetration depths): replace it
+            t.history[-1] = (fr.frame, fr.positions, fr.body, fr.penetration)
+        else:
+            t.history.append((fr.frame, fr.positions, fr.body, fr.penetration))
+            if fr.seq > 1:
+                self.frames_received += 1
+            per = fr.positions.nbytes + fr.body.nbytes
+            while len(t.history) > 2 and len(t.history) * per > HISTORY_BYTES:
+                t.history.pop(0)
+                if self.scrub is not None:
+                    self.scrub = max(0, self.scrub - 1)
+        self.sim_frame = fr.frame
+        self.step_ms = fr.step_ms
+        self.sim_stats = {"kinetic_energy": fr.kinetic_energy, "residual": fr.residual, "seam_gap": fr.seam_gap}
+        if self.scrub is None:
+            self._dirty = True
+
+    # ================================================================== commands
+    def command(self, text) -> object:
+        """Run one command (a string like ``"level 1"`` or a tuple). Returns its result (usually None).
+
+        Bad commands are reported (errors panel and log) and return None; they never raise.
+        """
+        parts = shlex.split(text) if isinstance(text, str) else [str(p) for p in text]
+        if not parts:
+            return None
+        name, args = parts[0].lower(), parts[1:]
+        try:
+            return self._command(name, args)
+        except cs.ClothsimError as e:
+            self._error(f"{name}: {e}")
+        except (ValueError, IndexError, TypeError) as e:
+            self._error(f"{name} {' '.join(args)}: {e}")
+        return None
+
+    def _command(self, name: str, args: list[str]):
+        sim = self.sim
+        if name in ("play", "pause", "reset"):
+            if name == "play":
+                self.scrub = None
+            sim.send(name)
+            self.playing = name == "play"
+        elif name == "toggle":
+            return self._command("pause" if self.playing else "play", [])
+        elif name == "step":
+            self.scrub = None
+            sim.send("step", int(args[0]) if args else 1)
+        elif name == "speed":
+            sim.send("speed", float(args[0]))
+        elif name == "faster" or name == "slower":
+            i = min(range(len(SPEEDS)), key=lambda k: abs(SPEEDS[k] - self.speed))
+            i = (i + 1) % len(SPEEDS) if name == "faster" else (i - 1) % len(SPEEDS)
+            sim.send("speed", SPEEDS[i])
+        elif name == "level":
+            k = self._level_arg(args[0])
+            sim.send("level", k)
+            if self.view is View.PENETRATION:
+                sim.send("penetration", True)
+        elif name == "fabric":
+            sim.send("fabric", args[0], *(args[1:2]))
+        elif name == "fabric_param":
+            sim.send("fabric_param", args[0], float(args[1]), *(args[2:3]))
+        elif name == "load":
+            path = args[0] if args else self.load_field
+            if not Path(path).is_file():
+                raise cs.InputError(f"scene file not found: {path}")
+            sim.send("load", str(Path(path).resolve()))
+        elif name == "view":
+            v = View.parse(args[0])
+            if (v is View.PENETRATION) != (self.view is View.PENETRATION):
+                sim.send("penetration", v is View.PENETRATION)
+            self.view = v
+            self._dirty = True
+        elif name == "next_view":
+            views = list(View)
+            return self._command("view", [views[(views.index(self.view) + 1) % len(views)].value])
+        elif name == "markers":
+            self.show_markers = _onoff(args, self.show_markers)
+            self._dirty = True
+        elif name == "quality":
+            q = args[0] if args else ("high" if self.quality == "fast" else "fast")
+            if q not in QUALITY:
+                raise cs.InputError(f"quality must be one of {', '.join(QUALITY)}, got {q!r}")
+            self.quality = q
+            self._dirty = True
+        elif name == "strain_range":
+            v = float(args[0])
+            if not v > 0:
+                raise cs.InputError(f"strain_range must be > 0 (a stretch, 0.1 = 10 %), got {args[0]}")
+            self.strain_max = v
+            self._dirty = True
+        elif name == "camera":
+            self._standard_view(args[0])
+        elif name == "frame_garment":
+            self._frame_garment()
+        elif name == "orbit":
+            self.orbit.orbit(float(args[0]), float(args[1]))
+            self._dirty = True
+        elif name == "zoom":
+            self.orbit.zoom(float(args[0]))
+            self._dirty = True
+        elif name == "scrub":
+            self._scrub_to(int(args[0]))
+        elif name == "scrub_by":
+            n = len(self.topo.history) if self.topo else 0
+            cur = self.scrub if self.scrub is not None else n - 1
+            self._scrub_to(cur + int(args[0]))
+        elif name == "live":
+            self.scrub = None
+            self._dirty = True
+        elif name == "screenshot":
+            return self.screenshot(args[0] if args else None, ui="--no-ui" not in args)
+        elif name == "help":
+            self.show_help = _onoff(args, self.show_help)
+        elif name == "quit":
+            self._want_close = True
+        elif name in ("wait", "wait_frames", "wait_level", "sync", "record"):
+            return self._script_command(name, args)
+        else:
+            raise cs.InputError(f"unknown command {name!r}; see the help panel (H) for the list")
+        return None
+
+    def _level_arg(self, a: str) -> int:
+        cur = self.topo.info["level"] if self.topo else 0
+        if a in ("+", "finer"):
+            return cur + 1
+        if a in ("-", "coarser"):
+            return cur - 1
+        return int(a)
+
+    def _scrub_to(self, k: int) -> None:
+        if self.topo is None or not self.topo.history:
+            return
+        if self.playing:
+            self.sim.send("pause")
+            self.playing = False
+        self.scrub = int(np.clip(k, 0, len(self.topo.history) - 1))
+        self._dirty = True
+
+    # ------------------------------------------------------------------ script
+    def _script_command(self, name: str, args: list[str]):
+        now = time.perf_counter()
+        if name == "wait":
+            self._wait = ("time", now + float(args[0]), now)
+        elif name == "wait_frames":
+            self._wait = ("frames", self.frames_received + int(args[0]), now)
+        elif name == "wait_level":
+            self._wait = ("level", int(args[0]), now)
+        elif name == "sync":
+            self._wait = ("sync", self.sim.sent, now)
+        elif name == "record":
+            self.records[args[0]] = self.state()
+            return self.records[args[0]]
+        return None
+
+    def _wait_done(self) -> bool:
+        if self._wait is None:
+            return True
+        kind, value, t0 = self._wait
+        now = time.perf_counter()
+        if kind == "time":
+            done = now >= value
+        elif kind == "shot":
+            done = value not in self._pending_shots
+        elif kind == "frames":
+            done = self.frames_received >= value
+        elif kind == "level":
+            done = self.topo is not None and self.topo.info["level"] == value and bool(self.topo.history)
+        else:   # sync: every command sent so far handled, and the channel read after that
+            done = self.handled >= value
+            if done and self.topo is not None:
+                self._read_channel()
+        if not done and kind != "time" and now - t0 > WAIT_TIMEOUT_S:
+            self._error(f"script: {kind} {value} timed out after {WAIT_TIMEOUT_S:.0f} s")
+            done = True
+        if not done and not self.sim.alive:
+            self._error(f"script: {kind} {value} cannot finish: the simulation process ended")
+            done = True
+        if done:
+            self._wait = None
+        return done
+
+    def state(self) -> dict:
+        """A snapshot of what the window shows (what ``record`` keeps)."""
+        t = self.topo
+        frame = None
+        if t is not None and t.history:
+            frame = t.history[self.scrub if self.scrub is not None else -1][0]
+        return {"displayed_frame": frame, "sim_frame": self.sim_frame, "frames_received": self.frames_received,
+                "playing": self.playing, "level": t.info["level"] if t else None, "view": self.view.value,
+                "vertices": int(t.info["n"]) if t else 0, "history": len(t.history) if t else 0,
+                "fps": self.fps, "step_ms": self.step_ms, "errors": list(self.errors), "time": time.perf_counter(),
+                "scene": self.scene_path}
+
+    # ================================================================== camera
+    def _bounds(self):
+        t = self.topo
+        if t is None or not t.history:
+            return None
+        x = t.history[-1][1]
+        return x.min(axis=0), x.max(axis=0)
+
+    def _frame_garment(self) -> None:
+        b = self._bounds()
+        if b is not None:
+            w, h = self.fb_size
+            self.orbit.frame(b[0], b[1], w / h)
+            self._dirty = True
+
+    def _standard_view(self, name: str) -> None:
+        from ..camera import STANDARD_VIEWS
+
+        name = VIEW_KEYS.get(name, name)
+        if name not in STANDARD_VIEWS:
+            raise cs.InputError(f"unknown camera view {name!r}; expected one of {', '.join(STANDARD_VIEWS)}")
+        b = self._bounds()
+        if b is not None:
+            w, h = self.fb_size
+            self.orbit.standard(name, b[0], b[1], w / h)
+            self._dirty = True
+
+    # ================================================================== drawing
+    def _display_frame(self):
+        t = self.topo
+        if t is None or not t.history:
+            return None
+        return t.history[self.scrub if self.scrub is not None else -1]
+
+    def _mesh_items(self, fr) -> list[MeshItem]:
+        """MeshItems for the frame shown; the same arrays as last time when nothing moved (no re-upload)."""
+        t = self.topo
+        frame, x, body, _ = fr
+        prev = self._items
+        hidden = self.view in (View.STRAIN, View.PENETRATION, View.LOD)
+        key = (t.generation, frame, id(x), hidden)
+        if prev is not None and prev[0] == key:
+            return prev[1]
+        items = []
+        seams = t.seams
+        xs = _close_seams(x, seams) if len(seams) else x
+        for i, name in enumerate(t.info["garments"]):
+            a, b = int(t.offsets[i]), int(t.offsets[i + 1])
+            fabric = t.info["fabrics"][i]["name"] if i < len(t.info["fabrics"]) else None
+            colour = FABRIC_COLOURS.get(str(fabric).lower(), "#9a9da3")
+            mat = Material.fabric(colour, name=f"{name}:{fabric}")
+            if hidden:
+                mat = mat.replace(visible=False)
+            items.append(MeshItem(xs[a:b], t.garment_tris[i], mat, name=name))
+        if body is not None and len(body):
+            old_body = prev[2] if prev is not None and prev[3] == t.generation else None
+            if old_body is not None and np.array_equal(old_body.vertices, body):
+                items.append(old_body)
+            else:
+                items.append(MeshItem(body, t.body_triangles, Material.skin(), name="avatar"))
+        self._items = (key, items, items[-1] if body is not None and len(body) else None, t.generation)
+        self._overlay_x = xs
+        return items
+
+    def _draw_scene(self) -> None:
+        fr = self._display_frame()
+        fbo = self._scene_fbo[0]
+        w, h = self.fb_size
+        if fr is None:
+            fbo.use()
+            fbo.clear(0.2, 0.2, 0.22, 1.0)
+            return
+        if not self._framed:
+            self._framed = True
+            self._standard_view("three_quarter")
+        items = self._mesh_items(fr)
+        t = self.topo
+        scalar, rng = None, (0.0, 1.0)
+        if self.view is View.STRAIN:
+            scalar = vertex_stretch(self._overlay_x, t.rest_uv, t.triangles)
+            rng = (0.0, self.strain_max)
+        elif self.view is View.PENETRATION:
+            depth = fr[3]
+            scalar = depth if depth is not None else np.zeros(len(fr[1]), np.float32)
+            rng = (0.0, 5.0 * float(t.info.get("penetration_tolerance", 0.002)))
+        overlay_on = self.view is not View.SHADED or self.show_markers
+        if overlay_on:
+            self.overlay.set_frame(self._overlay_x, scalar, normals=self.view in (View.STRAIN, View.PENETRATION, View.LOD))
+        cam = self.orbit.camera()
+        level = int(t.info["level"])
+
+        def overlay(ctx, view_proj, camera, near, far):
+            self.overlay.draw(self.view, view_proj, camera.position, level=level, scalar_range=rng,
+                              show_markers=self.show_markers)
+
+        settings = RenderSettings(width=w, height=h, **QUALITY[self.quality])
+        self.renderer.render(items, cam, settings, framebuffer=fbo, overlay=overlay if overlay_on else None)
+        self.scene_draws += 1
+
+    def draw(self) -> None:
+        """One pass of the loop: simulation events, input, script, the 3D image if needed, the UI."""
+        t0 = time.perf_counter()
+        if self._last_loop is not None:
+            dt = t0 - self._last_loop
+            self.fps = 1.0 / dt if self.fps == 0.0 else 0.9 * self.fps + 0.1 / max(dt, 1e-6)
+        self._last_loop = t0
+        self._poll_sim()
+        while self._script and self._wait_done():
+            self.command(self._script.pop(0))
+            if self._pending_shots:
+                break      # draw this loop's frame (and save it) before the next command
+        if not self._script and not self._pending_shots:
+            self._wait_done()
+        w, h = self.fb_size
+        if self._scene_fbo[1].size != (w, h):
+            self._make_targets()
+        with self.ctx:
+            if self._dirty or self.continuous:
+                self._dirty = False
+                self._draw_scene()
+            screen = self.screen
+            self.ctx.copy_framebuffer(screen, self._scene_fbo[0])
+            screen.use()
+            self.ctx.viewport = (0, 0, w, h)
+            self._draw_ui(w, h)
+            if self._pending_shots:
+                # saved one loop after the request: ImGui lays a new window out during its first frame
+                if self._shot_armed:
+                    for path in self._pending_shots:
+                        self._write_screen(path, screen)
+                    self._pending_shots.clear()
+                self._shot_armed = not self._shot_armed and bool(self._pending_shots)
+        if self.window is not None:
+            import glfw
+
+            glfw.swap_buffers(self.window)
+        self.draw_ms = 1e3 * (time.perf_counter() - t0)
+        self.loops += 1
+
+    def _draw_ui(self, w: int, h: int) -> None:
+        from .panels import draw_panels
+
+        imgui = self.imgui
+        io = imgui.get_io()
+        io.display_size = imgui.ImVec2(w, h)
+        io.delta_time = max(1e-4, 1.0 / max(self.fps, 1.0))
+        imgui.new_frame()
+        draw_panels(self)
+        imgui.render()
+        self.gui.render(imgui.get_draw_data(), (w, h))
+
+    # ================================================================== screenshots
+    def screenshot(self, path=None, ui: bool = True) -> Path:
+        """Save the window as PNG (atomically). ``ui=False``: the 3D view alone. Returns the path."""
+        if path is None:
+            out = Path("screenshots")
+            out.mkdir(exist_ok=True)
+            path = out / time.strftime("preview_%Y%m%d_%H%M%S.png")
+        path = Path(path)
+        with self.ctx:
+            if self._dirty:
+                self._dirty = False
+                self._draw_scene()
+            if ui:
+                # the draw loop saves the window after this loop's UI is drawn (a script waits for it)
+                self._pending_shots.append(path)
+                self._wait = ("shot", path, time.perf_counter())
+                return path
+            self._write_screen(path, self._scene_fbo[0])
+        return path
+
+    def _write_screen(self, path: Path, fbo) -> None:
+        w, h = self.fb_size
+        img = np.frombuffer(fbo.read(viewport=(0, 0, w, h), components=3, alignment=1), np.uint8).reshape(h, w, 3)[::-1]
+        try:
+            write_png(path, np.ascontiguousarray(img))
+            self._info(f"screenshot: {path}")
+        except OSError as e:
+            self._error(f"screenshot {path}: {e}")
+
+    def read_image(self, ui: bool = False) -> np.ndarray:
+        """The current 3D view (``ui=False``) or the whole window as (H, W, 3) uint8, top row first."""
+        w, h = self.fb_size
+        with self.ctx:
+            if self._dirty:
+                self._dirty = False
+                self._draw_scene()
+            fbo = self.screen if ui else self._scene_fbo[0]
+            return np.frombuffer(fbo.read(viewport=(0, 0, w, h), components=3, alignment=1),
+                                 np.uint8).reshape(h, w, 3)[::-1].copy()
+
+    # ================================================================== input (window)
+    def _install_callbacks(self) -> None:
+        import glfw
+
+        glfw.set_key_callback(self.window, self._on_key)
+        glfw.set_char_callback(self.window, self._on_char)
+        glfw.set_mouse_button_callback(self.window, self._on_mouse_button)
+        glfw.set_cursor_pos_callback(self.window, self._on_cursor)
+        glfw.set_scroll_callback(self.window, self._on_scroll)
+        glfw.set_window_size_callback(self.window, lambda *_: setattr(self, "_dirty", True))
+
+    def _on_key(self, window, key, scancode, action, mods) -> None:
+        from .keys import handle_key
+
+        handle_key(self, key, action, mods)
+
+    def _on_char(self, window, codepoint) -> None:
+        self.imgui.get_io().add_input_character(codepoint)
+
+    def _on_mouse_button(self, window, button, action, mods) -> None:
+        import glfw
+
+        io = self.imgui.get_io()
+        if 0 <= button < 5:
+            io.add_mouse_button_event(button, action == glfw.PRESS)
+        if action == glfw.PRESS and not io.want_capture_mouse:
+            x, y = glfw.get_cursor_pos(window)
+            pan = button in (glfw.MOUSE_BUTTON_RIGHT, glfw.MOUSE_BUTTON_MIDDLE) or bool(mods & glfw.MOD_SHIFT)
+            self._mouse = ("pan" if pan else "orbit", x, y)
+        elif action == glfw.RELEASE:
+            self._mouse = None
+
+    def _on_cursor(self, window, x, y) -> None:
+        self.imgui.get_io().add_mouse_pos_event(x, y)
+        if self._mouse is None:
+            return
+        mode, x0, y0 = self._mouse
+        if mode == "orbit":
+            self.orbit.orbit(x - x0, y - y0)
+        else:
+            self.orbit.pan(x - x0, y - y0, self.fb_size)
+        self._mouse = (mode, x, y)
+        self._dirty = True
+
+    def _on_scroll(self, window, dx, dy) -> None:
+        io = self.imgui.get_io()
+        io.add_mouse_wheel_event(dx, dy)
+        if not io.want_capture_mouse:
+            self.orbit.zoom(dy)
+            self._dirty = True
+
+    # ================================================================== loop
+    def run(self, script=None, max_seconds: float | None = None) -> int:
+        """Draw until the window closes, ``quit`` or ``max_seconds``; ``script``: commands (list or file).
+        Returns 0, or 1 when errors were reported."""
+        if script is not None:
+            self._script = list(load_script(script))
+        t_end = None if max_seconds is None else time.perf_counter() + max_seconds
+        try:
+            while not self._want_close:
+                t0 = time.perf_counter()
+                if self.window is not None:
+                    import glfw
+
+                    glfw.poll_events()
+                    if glfw.window_should_close(self.window):
+                        break
+                self.draw()
+                if t_end is not None and time.perf_counter() > t_end:
+                    break
+                if self.max_fps > 0:
+                    rest = 1.0 / self.max_fps - (time.perf_counter() - t0)
+                    if rest > 0:
+                        time.sleep(rest)
+            return 1 if self.errors else 0
+        finally:
+            # final loops so pending screenshots are written
+            for _ in range(2):
+                if self._pending_shots:
+                    self.draw()
+
+    def close(self) -> None:
+        """Stop the worker, free GL objects, close the window. Idempotent."""
+        if getattr(self, "_closed", False):
+            return
+        self._closed = True
+        if self.sim is not None:
+            self.sim.close()
+        if self.topo is not None:
+            self.topo.channel.close()
+        with self.ctx:
+            self.overlay.release()
+            self.gui.release()
+            for objs in (self._scene_fbo, self._offscreen):
+                if objs:
+                    for o in objs:
+                        o.release()
+            self.renderer.release()
+        try:
+            self.imgui.destroy_context(self._imgui_ctx)
+        except Exception:  # noqa: BLE001
+            pass
+        if self.window is not None:
+            import glfw
+
+            glfw.destroy_window(self.window)
+            glfw.terminate()
+        else:
+            self.ctx.release()
+
+    def __enter__(self) -> "PreviewApp":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def gl_nbytes(self) -> int:
+        """GL memory of the window: the Renderer's objects, the view overlay, ImGui, cached images."""
+        w, h = self.fb_size
+        extra = 4 * w * h * (2 if self.headless else 1)
+        return int(self.renderer.gl_nbytes()["total"] + self.overlay.nbytes() + self.gui.nbytes() + extra)
+
+
+def _onoff(args, current: bool) -> bool:
+    if not args:
+        return not current
+    a = args[0].lower()
+    if a in ("on", "1", "true", "yes"):
+        return True
+    if a in ("off", "0", "false", "no"):
+        return False
+    raise cs.InputError(f"expected on or off, got {args[0]!r}")
+
+
+def load_script(script) -> list[str]:
+    """Commands from a list, or from a file (one per line; ``#`` starts a comment)."""
+    if isinstance(script, (str, Path)) and not isinstance(script, list):
+        path = Path(script)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as e:
+            raise cs.InputError(f"cannot read script {path}: {e.strerror or e}") from None
+        lines = text.splitlines()
+    else:
+        lines = list(script)
+    out = []
+    for line in lines:
+        line = line.strip()
+        if line and not line.startswith("#"):
+            out.append(line)
+    return out
