@@ -1,0 +1,12 @@
+"""Multi-resolution simulation with explicit buffer lifecycles (see :mod:`clothsim.multires.simulator`).
+
+    from clothsim.multires import LevelSet, MultiResSimulator
+"""
+
+from .energy import mechanical_energy
+from .levels import LevelSet
+from .memory import estimate_simulator_bytes, independent_figures, live_warp_array_bytes, simulator_owners
+from .simulator import MemoryBudgetError, MultiResSimulator, SwitchReport
+
+__all__ = ["LevelSet", "MultiResSimulator", "MemoryBudgetError", "SwitchReport", "mechanical_energy",
+           "estimate_simulator_bytes", "independent_figures", "live_warp_array_bytes", "simulator_owners"]
