@@ -11,8 +11,9 @@ from .colliders import Collider
 from .errors import ClothsimError, InputError, SimulationError, StaleViewError
 from .fabric import Fabric
 from .simulator import Simulator
+from .multires import LevelSet, MemoryBudgetError, MultiResSimulator
 from .scene import load_scene
 
 __version__ = "0.1.0"
-__all__ = ["Cloth", "Collider", "Fabric", "Simulator", "ClothsimError", "InputError", "SimulationError",
+__all__ = ["Cloth", "Collider", "Fabric", "Simulator", "MultiResSimulator", "LevelSet", "MemoryBudgetError", "ClothsimError", "InputError", "SimulationError",
            "StaleViewError", "load_scene", "__version__"]
