@@ -715,6 +715,7 @@ class PreviewApp:
     def run(self, script=None, max_seconds: float | None = None) -> int:
         """Draw until the window closes, ``quit`` or ``max_seconds``; ``script``: commands (list or file).
         Returns 0, or 1 when errors were reported."""
+        self._want_close = False
         if script is not None:
             self._script = list(load_script(script))
         t_end = None if max_seconds is None else time.perf_counter() + max_seconds

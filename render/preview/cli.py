@@ -70,9 +70,14 @@ def preview(**kw) -> None:
 
 def main(argv=None) -> int:
     try:
-        preview.main(args=argv, standalone_mode=False)
+        preview.main(args=argv, prog_name="clothsim preview", standalone_mode=False)
     except SystemExit as e:
         return int(e.code or 0)
+    except click.ClickException as e:
+        e.show()
+        return e.exit_code
+    except click.exceptions.Abort:
+        return 1
     except cs.ClothsimError as e:
         click.echo(f"Error: {e}", err=True)
         return 2
