@@ -175,6 +175,21 @@ class LevelSet:
             self._maps[key] = sp.block_diag(blocks, format="csr")
         return self._maps[key]
 
+    def containing_triangles(self, src: int, dst: int) -> np.ndarray:
+        """(N_dst,) global index of the level-``src`` triangle each level-``dst`` vertex is located in."""
+        src, dst = self.index(src), self.index(dst)
+        out, tri_off = [], 0
+        for g, (cd, cs) in enumerate(zip(self.cloths(dst), self.cloths(src))):
+            if self._embedding is not None:
+                m = self._embedding(dst, src, g)
+            else:
+                from ..garments.hierarchy import embed
+
+                m = embed(_flat(cd), _flat(cs), dst, src)
+            out.append(m.triangle + tri_off)
+            tri_off += len(cs.triangles)
+        return np.concatenate(out)
+
     def map(self, values, src: int, dst: int) -> np.ndarray:
         """Per-vertex values (N_src, ...) of level ``src`` carried to level ``dst`` (N_dst, ...)."""
         a = np.asarray(values)

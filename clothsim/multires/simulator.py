@@ -277,6 +277,15 @@ class MultiResSimulator:
         lv.tokens += [tok_a, tok_t]
         return t
 
+    def render_mesh(self, render_level: int):
+        """An :class:`~clothsim.multires.render_embedding.EmbeddedRenderMesh` of level ``render_level`` driven
+        by the active level: ``mesh.update(sim.positions_warp())`` each frame, then draw ``mesh.points``
+        (``mesh.triangles``). It owns its arrays (``release()``); rebuild it after a level switch."""
+        from .render_embedding import EmbeddedRenderMesh
+
+        self._check_alive()
+        return EmbeddedRenderMesh.from_levels(self.levels, self.level, self.levels.index(render_level), device=self.device)
+
     # ------------------------------------------------------------------ levels
     def estimate_level_bytes(self, level: int) -> dict:
         """Bytes level ``level`` would allocate, by category (computed from host data; nothing allocated)."""
