@@ -88,13 +88,19 @@ class SimWorker:
                                  f"setup {drape.setup_s:.1f} s)")
 
     def _build(self, scene, level):
+        """Pattern garments: a :class:`~render.preview.scene_sim.LevelledScene` (clothsim.MultiResSimulator);
+        a scene with a mesh-file garment (one level): :class:`clothsim.scene.Drape`."""
+        if all(g.pattern is not None for g in scene.garments):
+            from .scene_sim import LevelledScene
+
+            return LevelledScene(scene, level=level, device=self.device)
         from clothsim.scene import Drape
 
         return Drape(scene, level=level, device=self.device)
 
     def _replace(self, drape, frame: int) -> None:
         old, self.drape = self.drape, drape
-        if old is not None:
+        if old is not None and old is not drape:
             old.release()
         self.level = int(max(g.level for g in drape.garments))
         self.frame = frame
@@ -216,6 +222,14 @@ class SimWorker:
         if k == self.level:
             return
         d = self.drape
+        if hasattr(d, "set_level"):   # the multires simulator switches in place
+            old_level = self.level
+            rep = d.set_level(k)
+            self._replace(d, frame=self.frame)
+            self.emit("log", message=f"level {old_level} -> {k}: {d.sim.particle_count} vertices in "
+                                     f"{rep.seconds:.2f} s (largest move after mapping "
+                                     f"{1e3 * rep.max_displacement_m:.1f} mm)")
+            return
         x, v = d.positions().astype(np.float64), d.sim.velocities().astype(np.float64)
         xs, vs = [], []
         for i, (g, spec) in enumerate(zip(d.garments, self.scene.garments)):

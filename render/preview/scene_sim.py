@@ -1,0 +1,137 @@
+"""A scene on :class:`clothsim.MultiResSimulator`: the preview worker's simulation when every garment is
+a pattern (so it has a resolution hierarchy). Mesh-file garments have one level: the worker then uses
+:class:`clothsim.scene.Drape` instead.
+
+It builds what :class:`~clothsim.scene.Drape` builds (the body, each garment by
+:func:`clothsim.scene.sources.build_garment` at every level it visits, the avatar collider, the pose
+schedule, the scene's simulation settings) and measures each frame the same way (kinetic energy per
+kilogram, the residual ``RMS |Δv| / (g Δt)`` over free vertices, the largest seam gap), so the
+preview shows the numbers ``clothsim simulate`` reports. Switching level is the multires simulator's:
+positions and velocities mapped by the hierarchy's prolongation/restriction, seams closed, projected
+out of the body and relaxed (:meth:`clothsim.MultiResSimulator.set_level`). Runs in the worker
+process; no GL.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+G = 9.81
+
+
+class LevelledScene:
+    """Duck-types the parts of :class:`clothsim.scene.Drape` the worker uses, plus :meth:`set_level`.
+
+    Attributes:
+        sim: the :class:`clothsim.MultiResSimulator` (``particle_count``, ``triangles``, ``dt``,
+            ``memory_report()``, ``set_fabric``, ``velocities()``).
+        garments: the :class:`~clothsim.scene.sources.BuiltGarment` list of the active level.
+        body: the avatar (:class:`~clothsim.scene.sources.Body`).
+    """
+
+    def __init__(self, scene, *, level=None, device: str | None = None) -> None:
+        import warp as wp
+
+        from clothsim import Collider, MultiResSimulator
+        from clothsim.errors import InputError
+        from clothsim.garments import load_pattern
+        from clothsim.garments.hierarchy import GarmentHierarchy
+        from clothsim.multires import LevelSet
+        from clothsim.scene import sources
+
+        t0 = time.perf_counter()
+        if any(g.pattern is None for g in scene.garments):
+            raise InputError(f"{scene.path}: LevelledScene needs pattern garments (mesh files have one level)")
+        self.scene = scene
+        self.body = sources.build_body(scene)
+        levels = sources.DEFAULT_LEVELS
+        hs = [GarmentHierarchy(load_pattern(g.pattern), levels) for g in scene.garments]
+        self._built: dict[int, list] = {}
+
+        def build(i):
+            bg = [sources.build_garment(scene, spec, i, self.body) for spec in scene.garments]
+            self._built[i] = bg
+            return [b.cloth for b in bg]
+
+        def embedding(src, dst, g):
+            return hs[g].mapping(src, dst)
+
+        k = sources._level_index(levels, scene.garments[0], level, f"{scene.path}: garments.{scene.garments[0].name}")
+        s = scene.simulation
+        dev = device or s.device
+        self.device = str(wp.get_preferred_device()) if dev == "auto" else dev
+        self.levels = LevelSet(build, embedding, len(levels), levels, name=scene.name)
+        self.sim = MultiResSimulator(self.levels, level=k, device=self.device, dt=s.dt, substeps=s.substeps,
+                                     iterations=s.iterations, ground=s.ground, self_collision=s.self_collision,
+                                     contact_stiffness=s.contact_stiffness, contact_damping=s.contact_damping,
+                                     drag=s.drag, air_damping=s.air_damping)
+        try:
+            self.collider_handle = self.sim.add_collider(
+                Collider.mesh(self.body.collider_vertices, self.body.triangles, name="avatar"))
+            self._pose_schedule = sources.pose_schedule(scene, self.body)
+            self._after_level_change()
+        except BaseException:
+            self.sim.release()
+            raise
+        self.setup_s = time.perf_counter() - t0
+
+    # ------------------------------------------------------------------ level
+    @property
+    def level(self) -> int:
+        return self.sim.level
+
+    @property
+    def garments(self) -> list:
+        return self._built[self.sim.level]
+
+    @property
+    def offsets(self) -> np.ndarray:
+        return self.sim.cloth_offsets
+
+    def set_level(self, k: int):
+        """Switch the simulation to level ``k``; returns the :class:`clothsim.multires.SwitchReport`."""
+        rep = self.sim.set_level(k)
+        self._after_level_change()
+        return rep
+
+    def _after_level_change(self) -> None:
+        model = self.sim.simulator.model
+        self._mass = model.host_mass.astype(np.float64)
+        self._free = ~model.host_pinned
+        off = self.offsets
+        self._seams = [g.cloth.seams + off[i] for i, g in enumerate(self.garments)]
+        self._v_prev = self.sim.velocities().astype(np.float64)
+
+    # ------------------------------------------------------------------ stepping
+    @property
+    def frame(self) -> int:
+        return self.sim.frame
+
+    def positions(self) -> np.ndarray:
+        return self.sim.positions()
+
+    def step(self):
+        """One frame (the avatar follows the pose schedule); returns a :class:`clothsim.scene.drape.FrameStats`."""
+        from clothsim.scene.drape import FrameStats
+
+        target = self._pose_schedule(self.sim.frame + 1) if self._pose_schedule else None
+        if target is not None:
+            self.sim.set_collider_vertices(self.collider_handle, target)
+        t = time.perf_counter()
+        self.sim.step()
+        seconds = time.perf_counter() - t
+        x = self.sim.positions().astype(np.float64)
+        v = self.sim.velocities().astype(np.float64)
+        m, free = self._mass, self._free
+        ke = float(0.5 * np.sum(m * np.einsum("ij,ij->i", v, v)) / max(float(m.sum()), 1e-30))
+        dv = np.linalg.norm(v - self._v_prev, axis=1)[free]
+        residual = float(np.sqrt(np.mean((dv / (G * self.sim.dt)) ** 2))) if dv.size else 0.0
+        self._v_prev = v
+        gap = max((float(np.linalg.norm(x[s[:, 0]] - x[s[:, 1]], axis=1).max()) for s in self._seams if len(s)),
+                  default=0.0)
+        return FrameStats(frame=self.sim.frame, kinetic_energy=ke, residual=residual, seam_gap=gap, seconds=seconds)
+
+    def release(self) -> None:
+        self.sim.release()
