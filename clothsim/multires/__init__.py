@@ -3,11 +3,12 @@
     from clothsim.multires import LevelSet, MultiResSimulator
 """
 
+from .coarse_correction import CoarseCorrection
 from .energy import mechanical_energy
 from .levels import LevelSet
 from .memory import estimate_simulator_bytes, independent_figures, live_warp_array_bytes, simulator_owners
 from .render_embedding import EmbeddedRenderMesh
 from .simulator import MemoryBudgetError, MultiResSimulator, SwitchReport
 
-__all__ = ["LevelSet", "EmbeddedRenderMesh", "MultiResSimulator", "MemoryBudgetError", "SwitchReport", "mechanical_energy",
+__all__ = ["LevelSet", "EmbeddedRenderMesh", "CoarseCorrection", "MultiResSimulator", "MemoryBudgetError", "SwitchReport", "mechanical_energy",
            "estimate_simulator_bytes", "independent_figures", "live_warp_array_bytes", "simulator_owners"]

@@ -1,0 +1,364 @@
+"""Multi-resolution benchmark: memory over level switches, coarse-to-fine draping, coarse correction.
+
+Three parts (``--parts``, default all), one JSON + one markdown table under benchmarks/results/:
+
+memory      a square cloth at n×n, (n/2)², (n/4)² vertices (``--grid n``) dropped on a sphere above a ground;
+            ``--memory-settle`` frames of draping (half at each of the two finest levels), then
+            ``--switches`` alternating switches between those two levels with one frame after each;
+            after every switch: bytes by the owners' accounting, the independent figures (live owning
+            wp.arrays found by the garbage collector; on CUDA Warp's mempool "used" figure and the driver's
+            free memory). Reports start (after the first frame), peak, end and the growth from switch 2 to
+            the last, for each figure.
+settle      a shipped scene's garment (``--scene``) on its avatar at the pattern levels ``--levels`` (edge
+            lengths [m], coarse to fine): fine-only (start and settle at the finest) versus coarse-to-fine
+            (settle at the coarsest, switch, settle, ... to the finest). Settled = the scene's thresholds
+            (kinetic energy, residual) held for its settle_frames frames (after min_frames at the start
+            level). Quality at the end: residual, worst penetration of the body, largest seam gap, checked
+            against the scene's thresholds. Time = simulation + switches (not the measuring).
+correction  at the finest level from the placed garment, frames and time until the residual stays below
+            ``--target-residual`` for the scene's settle_frames frames, with and without a coarse correction
+            from the next coarser level (:class:`clothsim.multires.CoarseCorrection`, ``--every``,
+            ``--coarse-frames``).
+
+    python benchmarks/multires.py --device cpu --tag cpu_2core
+    python benchmarks/multires.py --device cuda:0 --grid 1024 --scene tshirt --levels 0.04 0.02 0.01 --tag h200
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+G = 9.81
+
+
+# ---------------------------------------------------------------------------------------------- memory
+def memory_part(device: str, n: int, switches: int, settle_frames: int) -> dict:
+    import clothsim as cs
+    from clothsim.multires import LevelSet, MultiResSimulator, independent_figures
+
+    res = [(max(n // 4, 3),) * 2, (max(n // 2, 4),) * 2, (n, n)]
+    lv = LevelSet.grid(size=(1.0, 1.0), resolutions=res, plane="xz", center=(0.0, 0.5, 0.0), pin=None)
+    base = independent_figures(device)
+    t0 = time.perf_counter()
+    sim = MultiResSimulator(lv, level=2, device=device, ground=0.0)
+    sim.add_collider(cs.Collider.sphere(center=(0.0, 0.25, 0.0), radius=0.2))
+    sim.step(1)
+    build_s = time.perf_counter() - t0
+    # drape first (contact lists grow while the cloth wraps the sphere, switching or not; the lists a level
+    # grew to are kept for its next activation), then switch between the draped levels
+    for k in range(settle_frames):
+        sim.step(1)
+        if k == settle_frames // 2:
+            sim.set_level(1)
+    sim.set_level(2)
+
+    def sample(k, seconds):
+        ind = independent_figures(device)
+        rep = sim.memory_report()
+        row = {"switch": k, "level": sim.level, "owners": rep["total"], "categories": rep["categories"],
+               "gc_live_arrays": ind["live_warp_arrays"] - base["live_warp_arrays"], "switch_s": seconds}
+        if "mempool_used" in ind:
+            row["mempool_used"] = None if ind["mempool_used"] is None else ind["mempool_used"] - (base["mempool_used"] or 0)
+            row["device_used"] = base["device_free"] - ind["device_free"]
+        return row
+
+    rows = [sample(0, build_s)]
+    for k in range(1, switches + 1):
+        t = time.perf_counter()
+        sim.set_level(1 if sim.level == 2 else 2)
+        sim.step(1)
+        rows.append(sample(k, time.perf_counter() - t))
+        if k % 10 == 0:
+            print(f"  switch {k}: owners {rows[-1]['owners']:,} B, gc {rows[-1]['gc_live_arrays']:,} B", flush=True)
+    cats = sim.memory_report()["categories"]
+    sim.release()
+    after = independent_figures(device)
+    figures = {}
+    for key in ("owners", "gc_live_arrays", "mempool_used", "device_used"):
+        vals = [r.get(key) for r in rows if r.get(key) is not None]
+        if not vals:
+            continue
+        same_level = [r[key] for r in rows[2:] if r.get(key) is not None and r["level"] == rows[-1]["level"]]
+        figures[key] = {"start": vals[0], "peak": max(vals), "end": vals[-1],
+                        "after_switch_2": rows[2][key] if len(rows) > 2 else None,
+                        "growth_2_to_end": (vals[-1] - rows[2][key]) if len(rows) > 2 and len(rows) % 2 == 1 else
+                        (vals[-1] - rows[3][key] if len(rows) > 3 else None),
+                        "spread_same_level": (max(same_level) - min(same_level)) if same_level else None}
+    released = {"gc_live_arrays": after["live_warp_arrays"] - base["live_warp_arrays"]}
+    if "mempool_used" in after and after["mempool_used"] is not None:
+        released["mempool_used"] = after["mempool_used"] - (base["mempool_used"] or 0)
+        released["device_used"] = base["device_free"] - after["device_free"]
+    return {"grid": res, "vertices": [r[0] * r[1] for r in res], "switches": switches, "build_s": build_s,
+            "settle_frames_before": settle_frames,
+            "categories_at_end": cats, "figures": figures, "after_release": released,
+            "switch_s_median": float(np.median([r["switch_s"] for r in rows[1:]])) if switches else None, "rows": rows}
+
+
+# ---------------------------------------------------------------------------------------------- drape scenes
+def _scene_levels(scene_name: str, edge_lengths):
+    import clothsim as cs
+    from clothsim.garments import load_pattern
+    from clothsim.multires import LevelSet
+    from clothsim.scene import sources
+
+    scene = cs.load_scene(ROOT / "scenes" / f"{scene_name}.toml")
+    body = sources.build_body(scene)
+    g = scene.garments[0]
+    h = load_pattern(g.pattern).hierarchy(tuple(edge_lengths))
+    off = np.asarray(g.offset)
+
+    def build(i):
+        cloth = h.level(i).to_cloth(g.fabric, pin=True, name=g.name)
+        cloth.vertices = cloth.vertices + off
+        if len(cloth.pins):
+            cloth.pin_targets = cloth.pin_targets + off
+        return [cloth]
+
+    lv = LevelSet(build, lambda s, d, gi: h.mapping(s, d), len(edge_lengths), edge_lengths, name=scene.name)
+    s = scene.simulation
+    kw = dict(dt=s.dt, substeps=s.substeps, iterations=s.iterations, ground=s.ground, self_collision=s.self_collision,
+              contact_stiffness=s.contact_stiffness, contact_damping=s.contact_damping, drag=s.drag,
+              air_damping=s.air_damping)
+    return scene, body, lv, h, kw
+
+
+class _Watch:
+    """Per-frame kinetic energy [J/kg], residual (RMS |Δv|/(g·dt) over free vertices) and seam gap [m]."""
+
+    def __init__(self, sim):
+        self.reset(sim)
+
+    def reset(self, sim):
+        m = sim.simulator.model
+        self.mass = m.host_mass.astype(np.float64)
+        self.free = ~m.host_pinned
+        self.seams = [c.seams for c in sim.levels.cloths(sim.level)]
+        self.v_prev = sim.velocities().astype(np.float64)
+        self.hist = []
+
+    def frame(self, sim):
+        x = sim.positions().astype(np.float64)
+        v = sim.velocities().astype(np.float64)
+        ke = float(0.5 * np.sum(self.mass * np.einsum("ij,ij->i", v, v)) / self.mass.sum())
+        dv = np.linalg.norm(v - self.v_prev, axis=1)[self.free]
+        res = float(np.sqrt(np.mean((dv / (G * sim.dt)) ** 2))) if dv.size else 0.0
+        self.v_prev = v
+        gap = max((float(np.linalg.norm(x[s[:, 0]] - x[s[:, 1]], axis=1).max()) for s in self.seams if len(s)), default=0.0)
+        self.hist.append((ke, res, gap))
+        return ke, res, gap
+
+
+def _settle(sim, checks, step, *, min_frames: int, cap: int) -> dict:
+    """Step (``step()`` = one frame) until the scene's settle test holds or ``cap`` frames."""
+    w = _Watch(sim)
+    sim_s, frames = 0.0, 0
+    settled = False
+    while frames < cap:
+        t = time.perf_counter()
+        step()
+        sim_s += time.perf_counter() - t
+        frames += 1
+        w.frame(sim)
+        last = w.hist[-checks.settle_frames:]
+        if frames >= min_frames and len(last) == checks.settle_frames and all(
+                ke <= checks.kinetic_energy and r <= checks.residual for ke, r, _ in last):
+            settled = True
+            break
+    ke, res, gap = w.hist[-1]
+    return {"level": sim.level, "vertices": sim.particle_count, "frames": frames, "settled": settled, "sim_s": sim_s,
+            "kinetic_energy": ke, "residual": res, "seam_gap_m": gap}
+
+
+def _quality(sim, body, checks) -> dict:
+    from clothsim.collision.intersections import penetration_depths
+
+    x = sim.positions()
+    depth = penetration_depths(x, body.current_vertices, body.triangles, device="cpu")
+    gap = max((float(np.linalg.norm(x[c.seams[:, 0]] - x[c.seams[:, 1]], axis=1).max())
+               for c in sim.levels.cloths(sim.level) if len(c.seams)), default=0.0)
+    pen = float(depth.max()) if depth.size else 0.0
+    return {"worst_penetration_m": pen, "largest_seam_gap_m": gap,
+            "within_thresholds": bool(pen <= checks.penetration and gap <= checks.seam_gap)}
+
+
+def settle_part(device: str, scene_name: str, edge_lengths, cap: int) -> dict:
+    from clothsim.colliders import Collider
+    from clothsim.multires import MultiResSimulator
+
+    scene, body, lv, h, kw = _scene_levels(scene_name, edge_lengths)
+    checks = scene.simulation.checks
+    min_frames = scene.simulation.min_frames
+    fine = lv.count - 1
+    out = {"scene": scene.name, "edge_lengths_m": list(edge_lengths), "thresholds": {
+        "kinetic_energy": checks.kinetic_energy, "residual": checks.residual, "seam_gap": checks.seam_gap,
+        "penetration": checks.penetration, "settle_frames": checks.settle_frames, "min_frames": min_frames}}
+    for mode in ("fine_only", "coarse_to_fine"):
+        t0 = time.perf_counter()
+        sim = MultiResSimulator(lv, level=fine if mode == "fine_only" else 0, device=device, **kw)
+        sim.add_collider(Collider.mesh(body.collider_vertices, body.triangles, name="avatar"))
+        setup_s = time.perf_counter() - t0
+        stages, switch_s = [], 0.0
+        stages.append(_settle(sim, checks, sim.step, min_frames=min_frames, cap=cap))
+        print(f"  {mode}: {stages[-1]}", flush=True)
+        while sim.level < fine:
+            t = time.perf_counter()
+            rep = sim.set_level(sim.level + 1)
+            switch_s += time.perf_counter() - t
+            stages[-1]["switch_max_displacement_m"] = rep.max_displacement_m
+            stages.append(_settle(sim, checks, sim.step, min_frames=checks.settle_frames, cap=cap))
+            print(f"  {mode}: {stages[-1]}", flush=True)
+        q = _quality(sim, body, checks)
+        last = stages[-1]
+        total = sum(s["sim_s"] for s in stages) + switch_s
+        out[mode] = {"stages": stages, "switch_s": switch_s, "total_s": total, "setup_s": setup_s,
+                     "settled": all(s["settled"] for s in stages), "final_residual": last["residual"],
+                     "final_kinetic_energy": last["kinetic_energy"], **q,
+                     "equal_quality": bool(all(s["settled"] for s in stages) and q["within_thresholds"])}
+        sim.release()
+    fo, cf = out["fine_only"], out["coarse_to_fine"]
+    out["speedup"] = fo["total_s"] / cf["total_s"] if cf["total_s"] > 0 else None
+    return out
+
+
+def correction_part(device: str, scene_name: str, edge_lengths, cap: int, target: float, every: int,
+                    coarse_frames: int) -> dict:
+    from clothsim.colliders import Collider
+    from clothsim.multires import CoarseCorrection, MultiResSimulator
+
+    scene, body, lv, h, kw = _scene_levels(scene_name, edge_lengths)
+    checks = scene.simulation.checks
+    fine = lv.count - 1
+    out = {"scene": scene.name, "edge_lengths_m": list(edge_lengths), "target_residual": target,
+           "every": every, "coarse_frames": coarse_frames, "coarse_level": fine - 1}
+    for mode in ("without", "with"):
+        sim = MultiResSimulator(lv, level=fine, device=device, **kw)
+        sim.add_collider(Collider.mesh(body.collider_vertices, body.triangles, name="avatar"))
+        corr = CoarseCorrection(sim, fine - 1, every=every, coarse_frames=coarse_frames,
+                                stop_residual=4.0 * target) if mode == "with" else None
+        step = corr.step if corr else sim.step
+        w = _Watch(sim)
+        sim_s, frames, reached = 0.0, 0, None
+        while frames < cap:
+            t = time.perf_counter()
+            step()
+            sim_s += time.perf_counter() - t
+            frames += 1
+            ke, res, _ = w.frame(sim)
+            last = w.hist[-checks.settle_frames:]
+            if len(last) == checks.settle_frames and all(r <= target for _, r, _ in last):
+                reached = frames
+                break
+        q = _quality(sim, body, checks)
+        out[mode] = {"frames": frames, "reached_at_frame": reached, "sim_s": sim_s, "final_residual": w.hist[-1][1],
+                     "final_kinetic_energy": w.hist[-1][0], "corrections": corr.corrections if corr else 0,
+                     "coarse_s": corr.coarse_seconds if corr else 0.0, **q,
+                     "fine_iterations_per_frame": kw["substeps"] * kw["iterations"]}
+        print(f"  correction {mode}: {out[mode]}", flush=True)
+        if corr:
+            corr.release()
+        sim.release()
+    return out
+
+
+# ---------------------------------------------------------------------------------------------- report
+def markdown(res: dict) -> str:
+    lines = [f"# multires benchmark ({res['device']}, {res['host']})", ""]
+    mem = res.get("memory")
+    if mem:
+        lines += [f"## Memory over {mem['switches']} switches (grid {mem['grid'][2][0]}² ↔ {mem['grid'][1][0]}², "
+                  f"sphere collider, one frame after each switch; median switch + frame {mem['switch_s_median']:.3f} s)", "",
+                  "| figure | start B | peak B | end B | after switch 2 B | growth 2→end B | after release B |",
+                  "|---|---|---|---|---|---|---|"]
+        for k, f in mem["figures"].items():
+            rel = mem["after_release"].get(k, "")
+            lines.append(f"| {k} | {f['start']:,} | {f['peak']:,} | {f['end']:,} | {f['after_switch_2']:,} | "
+                         f"{f['growth_2_to_end']:,} | {rel if rel == '' else format(rel, ',')} |")
+        lines.append("")
+    st = res.get("settle")
+    if st:
+        lines += [f"## Settling {st['scene']} at {', '.join(f'{1e3 * e:g}' for e in st['edge_lengths_m'])} mm "
+                  f"(thresholds: KE {st['thresholds']['kinetic_energy']:g} J/kg, residual {st['thresholds']['residual']:g}, "
+                  f"seam gap {1e3 * st['thresholds']['seam_gap']:g} mm, penetration {1e3 * st['thresholds']['penetration']:g} mm)", "",
+                  "| mode | frames per level | settled | total s | residual | KE J/kg | pen. mm | seam gap mm | equal quality |",
+                  "|---|---|---|---|---|---|---|---|---|"]
+        for mode in ("fine_only", "coarse_to_fine"):
+            m = st[mode]
+            fr = " → ".join(f"{s['frames']} @{s['vertices']}v" for s in m["stages"])
+            lines.append(f"| {mode} | {fr} | {'yes' if m['settled'] else 'no'} | {m['total_s']:.1f} | {m['final_residual']:.3f} | "
+                         f"{m['final_kinetic_energy']:.1e} | {1e3 * m['worst_penetration_m']:.2f} | "
+                         f"{1e3 * m['largest_seam_gap_m']:.2f} | {'yes' if m['equal_quality'] else 'no'} |")
+        lines += ["", f"Speed-up coarse-to-fine vs fine-only: {st['speedup']:.2f}×", ""]
+    co = res.get("correction")
+    if co:
+        lines += [f"## Coarse correction at {1e3 * co['edge_lengths_m'][-1]:g} mm ({co['scene']}; target residual "
+                  f"{co['target_residual']:g}, correction every {co['every']} frames, {co['coarse_frames']} coarse frames)", "",
+                  "| mode | frames to target | sim s | coarse s | corrections | final residual | pen. mm | seam gap mm |",
+                  "|---|---|---|---|---|---|---|---|"]
+        for mode in ("without", "with"):
+            m = co[mode]
+            reached = m["reached_at_frame"] if m["reached_at_frame"] else f"not in {m['frames']}"
+            lines.append(f"| {mode} | {reached} | "
+                         f"{m['sim_s']:.1f} | {m['coarse_s']:.1f} | {m['corrections']} | {m['final_residual']:.3f} | "
+                         f"{1e3 * m['worst_penetration_m']:.2f} | {1e3 * m['largest_seam_gap_m']:.2f} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--parts", nargs="*", default=["memory", "settle", "correction"])
+    ap.add_argument("--grid", type=int, default=64, help="finest grid resolution n (n×n vertices) for the memory part")
+    ap.add_argument("--switches", type=int, default=100)
+    ap.add_argument("--memory-settle", type=int, default=40, help="frames draped (half at each level) before switching")
+    ap.add_argument("--scene", default="straight_skirt")
+    ap.add_argument("--levels", nargs="*", type=float, default=[0.08, 0.04], help="edge lengths [m], coarse to fine")
+    ap.add_argument("--cap", type=int, default=300, help="frame cap per settle stage")
+    ap.add_argument("--target-residual", type=float, default=0.05)
+    ap.add_argument("--every", type=int, default=4)
+    ap.add_argument("--coarse-frames", type=int, default=4)
+    ap.add_argument("--tag", default=None)
+    ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
+    args = ap.parse_args(argv)
+
+    import warp as wp
+
+    wp.config.log_level = wp.LOG_WARNING
+    wp.config.quiet = True
+    wp.init()
+    from clothsim.io import write_json, atomic_write
+
+    res = {"benchmark": "multires", "device": args.device, "host": platform.node(), "python": platform.python_version(),
+           "warp": wp.config.version, "argv": sys.argv[1:]}
+    if "memory" in args.parts:
+        print(f"memory: grid {args.grid}, {args.switches} switches on {args.device}", flush=True)
+        res["memory"] = memory_part(args.device, args.grid, args.switches, args.memory_settle)
+    if "settle" in args.parts:
+        print(f"settle: {args.scene} at {args.levels}", flush=True)
+        res["settle"] = settle_part(args.device, args.scene, args.levels, args.cap)
+    if "correction" in args.parts:
+        print(f"correction: {args.scene} at {args.levels}", flush=True)
+        res["correction"] = correction_part(args.device, args.scene, args.levels, args.cap, args.target_residual,
+                                            args.every, args.coarse_frames)
+    tag = args.tag or args.device.replace(":", "")
+    args.out.mkdir(parents=True, exist_ok=True)
+    write_json(args.out / f"multires_{tag}.json", res)
+    md = markdown(res)
+    with atomic_write(args.out / f"multires_{tag}.md", "w") as f:
+        f.write(md + "\n")
+    print(md)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
