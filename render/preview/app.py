@@ -41,6 +41,7 @@ QUALITY = {
     "fast": dict(samples=1, shadows=False),
     "high": dict(samples=4, shadows=True, shadow_map_size=2048, contact_map_size=512),
 }
+IDLE_POLL_S = 1.0 / 30.0          # an idle window checks the simulation channel this often
 SPEEDS = (0.0, 0.125, 0.25, 0.5, 1.0, 2.0)   # 0 = as fast as the simulation goes
 
 
@@ -74,11 +75,18 @@ class PreviewApp:
         quality: "fast" (no MSAA, no shadows: interactive on llvmpipe) or "high" (catalog look).
         max_fps: draw-loop cap (leaves the CPU to the simulation); 0 = uncapped.
         continuous: redraw the 3D scene every loop even when nothing changed (benchmarks).
+        interactive_scale: while the 3D view is redrawn in quick succession (camera dragged, fast
+            playback) it is drawn at this fraction of the window's resolution and upscaled; 0.3 s after
+            the motion stops it is redrawn at full resolution. 1 = always full resolution.
+
+    The loop is event-driven: it draws only when something changed (a new simulated frame, input, a
+    command, a screenshot) and otherwise sleeps in ``glfw.wait_events_timeout``, so an idle window
+    leaves the CPU to the simulation.
     """
 
     def __init__(self, scene=None, *, level=None, size=(1280, 720), headless: bool = False, device=None,
                  play: bool = False, quality: str = "fast", max_fps: float = 60.0, continuous: bool = False,
-                 title: str = "clothsim preview") -> None:
+                 interactive_scale: float = 0.5, title: str = "clothsim preview") -> None:
         if quality not in QUALITY:
             raise cs.InputError(f"quality must be one of {', '.join(QUALITY)}, got {quality!r}")
         self.size = (int(size[0]), int(size[1]))
@@ -86,6 +94,14 @@ class PreviewApp:
         self.quality = quality
         self.max_fps = float(max_fps)
         self.continuous = continuous
+        if not 0.1 <= interactive_scale <= 1.0:
+            raise cs.InputError(f"interactive_scale must lie in [0.1, 1], got {interactive_scale!r}")
+        self.interactive_scale = float(interactive_scale)
+        self._ui_frames = 3            # draw the UI this many more loops (ImGui settles after input)
+        self._last_3d = 0.0
+        self._refine_at = None
+        self._lowres = None
+        self.draws = 0
         self.view = View.SHADED
         self.show_markers = False
         self.show_help = False
@@ -533,7 +549,7 @@ class PreviewApp:
         self._overlay_x = xs
         return items
 
-    def _draw_scene(self) -> None:
+    def _draw_scene(self, scale: float = 1.0) -> None:
         fr = self._display_frame()
         fbo = self._scene_fbo[0]
         w, h = self.fb_size
@@ -564,31 +580,71 @@ class PreviewApp:
             self.overlay.draw(self.view, view_proj, camera.position, level=level, scalar_range=rng,
                               show_markers=self.show_markers)
 
-        settings = RenderSettings(width=w, height=h, **QUALITY[self.quality])
-        self.renderer.render(items, cam, settings, framebuffer=fbo, overlay=overlay if overlay_on else None)
+        if scale < 1.0:   # reduced resolution, then a bilinear upscale into the full-size image
+            lw, lh = max(1, round(w * scale)), max(1, round(h * scale))
+            if self._lowres is None or self._lowres[1].size != (lw, lh):
+                if self._lowres is not None:
+                    for o in self._lowres:
+                        o.release()
+                tex = self.ctx.texture((lw, lh), 4)
+                tex.filter = (self.ctx.LINEAR, self.ctx.LINEAR)
+                tex.repeat_x = tex.repeat_y = False
+                self._lowres = (self.ctx.framebuffer([tex]), tex, self.ctx.vertex_array(
+                    self.renderer.programs.get("preview_blit.vert", "preview_blit.frag"), []))
+            lfbo, tex, vao = self._lowres
+            settings = RenderSettings(width=lw, height=lh, **QUALITY[self.quality])
+            self.renderer.render(items, cam, settings, framebuffer=lfbo, overlay=overlay if overlay_on else None)
+            with self.ctx:
+                fbo.use()
+                self.ctx.viewport = (0, 0, w, h)
+                self.ctx.disable(self.ctx.DEPTH_TEST | self.ctx.BLEND)
+                tex.use(0)
+                vao.program["u_image"].value = 0
+                vao.render(self.ctx.TRIANGLES, vertices=3)
+        else:
+            settings = RenderSettings(width=w, height=h, **QUALITY[self.quality])
+            self.renderer.render(items, cam, settings, framebuffer=fbo, overlay=overlay if overlay_on else None)
         self.scene_draws += 1
 
-    def draw(self) -> None:
-        """One pass of the loop: simulation events, input, script, the 3D image if needed, the UI."""
+    def draw(self, force: bool = False) -> bool:
+        """One pass of the loop: simulation events, script, then (only if something changed, or ``force``)
+        the 3D image and the UI. Returns whether it drew."""
         t0 = time.perf_counter()
+        n_cmd = 0
+        with self.ctx:   # a topology change uploads buffers; a headless context is current only inside
+            self._poll_sim()
+            while self._script and self._wait_done():
+                self.command(self._script.pop(0))
+                n_cmd += 1
+                if self._pending_shots:
+                    break      # draw this loop's frame (and save it) before the next command
+            if not self._script and not self._pending_shots:
+                self._wait_done()
+        if n_cmd:
+            self._ui_frames = max(self._ui_frames, 2)
+        now = time.perf_counter()
+        if self._refine_at is not None and now >= self._refine_at:
+            self._refine_at = None
+            self._dirty = True
+        w, h = self.fb_size
+        if self._scene_fbo[1].size != (w, h):
+            self._make_targets()
+        redraw_3d = self._dirty or self.continuous
+        if not (force or redraw_3d or self._ui_frames > 0 or self._pending_shots):
+            return False
+        self._ui_frames = max(0, self._ui_frames - 1)
         if self._last_loop is not None:
             dt = t0 - self._last_loop
             self.fps = 1.0 / dt if self.fps == 0.0 else 0.9 * self.fps + 0.1 / max(dt, 1e-6)
         self._last_loop = t0
-        self._poll_sim()
-        while self._script and self._wait_done():
-            self.command(self._script.pop(0))
-            if self._pending_shots:
-                break      # draw this loop's frame (and save it) before the next command
-        if not self._script and not self._pending_shots:
-            self._wait_done()
-        w, h = self.fb_size
-        if self._scene_fbo[1].size != (w, h):
-            self._make_targets()
         with self.ctx:
-            if self._dirty or self.continuous:
+            if redraw_3d:
                 self._dirty = False
-                self._draw_scene()
+                moving = now - self._last_3d < 0.2 and not self._pending_shots
+                scale = self.interactive_scale if moving else 1.0
+                self._draw_scene(scale)
+                self._last_3d = now
+                self._refine_at = now + 0.3 if scale < 1.0 else None
             screen = self.screen
             self.ctx.copy_framebuffer(screen, self._scene_fbo[0])
             screen.use()
@@ -607,6 +663,7 @@ class PreviewApp:
             glfw.swap_buffers(self.window)
         self.draw_ms = 1e3 * (time.perf_counter() - t0)
         self.loops += 1
+        return True
 
     def _draw_ui(self, w: int, h: int) -> None:
         from .panels import draw_panels
@@ -670,6 +727,7 @@ class PreviewApp:
         glfw.set_cursor_pos_callback(self.window, self._on_cursor)
         glfw.set_scroll_callback(self.window, self._on_scroll)
         glfw.set_window_size_callback(self.window, lambda *_: setattr(self, "_dirty", True))
+        glfw.set_window_refresh_callback(self.window, lambda *_: setattr(self, "_ui_frames", 2))
 
     def _on_key(self, window, key, scancode, action, mods) -> None:
         from .keys import handle_key
@@ -678,11 +736,13 @@ class PreviewApp:
 
     def _on_char(self, window, codepoint) -> None:
         self.imgui.get_io().add_input_character(codepoint)
+        self._ui_frames = 3
 
     def _on_mouse_button(self, window, button, action, mods) -> None:
         import glfw
 
         io = self.imgui.get_io()
+        self._ui_frames = 3
         if 0 <= button < 5:
             io.add_mouse_button_event(button, action == glfw.PRESS)
         if action == glfw.PRESS and not io.want_capture_mouse:
@@ -694,6 +754,7 @@ class PreviewApp:
 
     def _on_cursor(self, window, x, y) -> None:
         self.imgui.get_io().add_mouse_pos_event(x, y)
+        self._ui_frames = 3
         if self._mouse is None:
             return
         mode, x0, y0 = self._mouse
@@ -706,6 +767,7 @@ class PreviewApp:
 
     def _on_scroll(self, window, dx, dy) -> None:
         io = self.imgui.get_io()
+        self._ui_frames = 3
         io.add_mouse_wheel_event(dx, dy)
         if not io.want_capture_mouse:
             self.orbit.zoom(dy)
@@ -719,28 +781,38 @@ class PreviewApp:
         if script is not None:
             self._script = list(load_script(script))
         t_end = None if max_seconds is None else time.perf_counter() + max_seconds
+        period = 1.0 / self.max_fps if self.max_fps > 0 else 0.0
         try:
             while not self._want_close:
                 t0 = time.perf_counter()
+                drew = self.draw()
+                if t_end is not None and time.perf_counter() > t_end:
+                    break
+                # sleep until input arrives or the next check of the simulation channel is due
+                rest = (period if drew else max(period, IDLE_POLL_S)) - (time.perf_counter() - t0)
                 if self.window is not None:
                     import glfw
 
-                    glfw.poll_events()
+                    if rest > 0 and not self._busy():
+                        glfw.wait_events_timeout(rest)
+                    else:
+                        if rest > 0:
+                            time.sleep(rest)
+                        glfw.poll_events()
                     if glfw.window_should_close(self.window):
                         break
-                self.draw()
-                if t_end is not None and time.perf_counter() > t_end:
-                    break
-                if self.max_fps > 0:
-                    rest = 1.0 / self.max_fps - (time.perf_counter() - t0)
-                    if rest > 0:
-                        time.sleep(rest)
+                elif rest > 0:
+                    time.sleep(rest)
             return 1 if self.errors else 0
         finally:
             # final loops so pending screenshots are written
             for _ in range(2):
                 if self._pending_shots:
-                    self.draw()
+                    self.draw(force=True)
+
+    def _busy(self) -> bool:
+        """Something must be drawn next loop regardless of input."""
+        return self._dirty or self.continuous or self._ui_frames > 0 or bool(self._pending_shots)
 
     def close(self) -> None:
         """Stop the worker, free GL objects, close the window. Idempotent."""
@@ -754,7 +826,7 @@ class PreviewApp:
         with self.ctx:
             self.overlay.release()
             self.gui.release()
-            for objs in (self._scene_fbo, self._offscreen):
+            for objs in (self._scene_fbo, self._offscreen, self._lowres):
                 if objs:
                     for o in objs:
                         o.release()

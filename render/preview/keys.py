@@ -31,6 +31,7 @@ def handle_key(app, key: int, action: int, mods: int) -> None:
 
     imgui = app.imgui
     io = imgui.get_io()
+    app._ui_frames = 3
     down = action != glfw.RELEASE
     io.add_key_event(imgui.Key.mod_ctrl, bool(mods & glfw.MOD_CONTROL))
     io.add_key_event(imgui.Key.mod_shift, bool(mods & glfw.MOD_SHIFT))
