@@ -139,6 +139,7 @@ class PreviewApp:
         self._shot_armed = False
         self._open_gl(title)
         self.sim = None
+        self._device = device
         self.sim = self._start_sim(scene, level, device, play)
 
     # ================================================================== setup
@@ -222,6 +223,8 @@ class PreviewApp:
 
     # ================================================================== messages
     def _error(self, message: str) -> None:
+        if self.errors and self.errors[-1] == message:
+            return   # the same failure again (e.g. every loop): reported once
         self.errors.append(message)
         del self.errors[:-20]
         log.error(message)
@@ -357,7 +360,12 @@ class PreviewApp:
             path = args[0] if args else self.load_field
             if not Path(path).is_file():
                 raise cs.InputError(f"scene file not found: {path}")
-            sim.send("load", str(Path(path).resolve()))
+            if not sim.alive:   # the worker died (reported): a new one loads the scene
+                sim.close()
+                self._dead_reported = False
+                self.sim = self._start_sim(str(Path(path).resolve()), None, self._device, False)
+            else:
+                sim.send("load", str(Path(path).resolve()))
         elif name == "view":
             v = View.parse(args[0])
             if (v is View.PENETRATION) != (self.view is View.PENETRATION):
@@ -785,7 +793,18 @@ class PreviewApp:
         try:
             while not self._want_close:
                 t0 = time.perf_counter()
-                drew = self.draw()
+                try:
+                    drew = self.draw()
+                except Exception as e:  # noqa: BLE001 - the window reports and goes on; it never crashes
+                    import traceback
+
+                    log.debug("draw failed", exc_info=True)
+                    tb = traceback.extract_tb(e.__traceback__)
+                    where = f" ({Path(tb[-1].filename).name}:{tb[-1].lineno})" if tb else ""
+                    self._error(f"drawing failed: {type(e).__name__}: {e}{where}")
+                    self._dirty = False
+                    self._ui_frames = 0
+                    drew = False
                 if t_end is not None and time.perf_counter() > t_end:
                     break
                 # sleep until input arrives or the next check of the simulation channel is due

@@ -59,6 +59,7 @@ class SimWorker:
         self._hierarchies: dict[int, object] = {}
         self._last_memory = 0.0
         self._last_step_ms = 0.0
+        self._last_stats = None
         self.handled = 0
 
     # ------------------------------------------------------------------ events
@@ -111,7 +112,7 @@ class SimWorker:
         self.generation += 1
         self.channel = FrameChannel.create(n, b, self.generation)
         self._send_topology()
-        self._publish(0.0)
+        self._publish()
         self.state()
 
     def _send_topology(self) -> None:
@@ -142,7 +143,11 @@ class SimWorker:
                   fabrics=[_fabric_dict(g.cloth.fabric) for g in d.garments],
                   penetration_tolerance=float(self.scene.simulation.checks.penetration))
 
-    def _publish(self, step_ms: float, stats=None) -> None:
+    def _publish(self, step_ms: float | None = None, stats=None) -> None:
+        """Write the current positions (and depths if asked) to the channel; without arguments the last
+        step's timing and measurements go with them (a republish after a level switch or a view change)."""
+        if step_ms is None:
+            step_ms, stats = self._last_step_ms, self._last_stats
         d = self.drape
         x = d.positions()
         depth = None
@@ -199,7 +204,7 @@ class SimWorker:
                 self.set_fabric_param(args[0], float(args[1]), args[2] if len(args) > 2 else None)
             elif name == "penetration":
                 self.penetration = bool(args[0])
-                self._publish(self._last_step_ms)
+                self._publish()
             elif name == "memory":
                 self.emit("memory", report=self.drape.sim.memory_report())
             else:
@@ -318,11 +323,11 @@ class SimWorker:
 
     # ------------------------------------------------------------------ stepping
     def step_once(self) -> None:
-        t0 = time.perf_counter()
         st = self.drape.step()
-        self._last_step_ms = 1e3 * (time.perf_counter() - t0)
+        self._last_step_ms = 1e3 * st.seconds
+        self._last_stats = st
         self.frame += 1
-        self._publish(1e3 * st.seconds, st)
+        self._publish()
         now = time.perf_counter()
         if now - self._last_memory > MEMORY_EVERY_S:
             self._last_memory = now
