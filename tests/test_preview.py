@@ -62,6 +62,47 @@ def test_frame_channel_whole_frames_only():
         ch.close()
 
 
+def test_orbit_camera_frames_the_box():
+    """F (frame the garment): every corner of the box projects inside the image shrunk by the margin
+    (fit_distance's bound is exact for the farthest corner: one lies on the margin, within 1e-9)."""
+    from render.preview.camera import OrbitCamera
+
+    lo, hi = np.array([-0.3, 0.9, -0.15]), np.array([0.35, 1.5, 0.2])
+    for az, el, aspect in ((30.0, 10.0, 16 / 9), (200.0, -20.0, 0.7)):
+        cam = OrbitCamera()
+        cam.azimuth, cam.elevation = az, el
+        cam.frame(lo, hi, aspect, margin=0.1)
+        c = cam.camera()
+        vp = c.projection_matrix(aspect, 0.01, 100.0) @ c.view_matrix()
+        corners = np.array([[x, y, z] for x in (lo[0], hi[0]) for y in (lo[1], hi[1]) for z in (lo[2], hi[2])])
+        p = np.c_[corners, np.ones(8)] @ vp.T
+        ndc = np.abs(p[:, :2] / p[:, 3:4])
+        assert ndc.max() <= 0.9 + 1e-9 and ndc.max() >= 0.9 - 1e-9
+        # orbiting keeps the target and the distance; zooming in by one notch scales the distance by 0.9
+        d = cam.distance
+        cam.orbit(100, -40)
+        cam.zoom(1)
+        assert np.isclose(cam.distance, 0.9 * d) and np.allclose(cam.target, 0.5 * (lo + hi))
+
+
+def test_headless_preview_reports_bad_commands(tmp_path):
+    """The headless window (EGL, no display: the GPU machines' mode) opens without a scene, draws, takes a
+    screenshot, and turns bad commands into reported errors instead of exceptions."""
+    import imageio.v3 as iio
+
+    from render.preview import PreviewApp
+
+    shot = tmp_path / "empty.png"
+    with PreviewApp(None, headless=True, size=(320, 200)) as app:
+        app.run(script=["view nonsense", "level 9", "strain_range -1", f"screenshot {shot}", "sync", "quit"],
+                max_seconds=60)
+        img = iio.imread(shot)
+        assert img.shape == (200, 320, 3)
+        text = " | ".join(app.errors)
+        assert "unknown view 'nonsense'" in text and "strain_range must be > 0" in text
+        assert "no scene is loaded" in text   # the worker's answer to `level 9` without a scene
+
+
 # ---------------------------------------------------------------------------------------------- window
 @pytest.fixture(scope="module")
 def xvfb():

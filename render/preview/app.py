@@ -77,7 +77,9 @@ class PreviewApp:
         continuous: redraw the 3D scene every loop even when nothing changed (benchmarks).
         interactive_scale: while the 3D view is redrawn in quick succession (camera dragged, fast
             playback) it is drawn at this fraction of the window's resolution and upscaled; 0.3 s after
-            the motion stops it is redrawn at full resolution. 1 = always full resolution.
+            the motion stops it is redrawn at full resolution. 1 = always full resolution. None: 0.35
+            on a software rasterizer (Mesa llvmpipe: ~35 ms instead of ~90 ms for a 1280x720 frame of
+            the T-shirt scene on 2 busy cores), 1 on a GPU.
 
     The loop is event-driven: it draws only when something changed (a new simulated frame, input, a
     command, a screenshot) and otherwise sleeps in ``glfw.wait_events_timeout``, so an idle window
@@ -86,7 +88,7 @@ class PreviewApp:
 
     def __init__(self, scene=None, *, level=None, size=(1280, 720), headless: bool = False, device=None,
                  play: bool = False, quality: str = "fast", max_fps: float = 60.0, continuous: bool = False,
-                 interactive_scale: float = 0.5, title: str = "clothsim preview") -> None:
+                 interactive_scale: float | None = None, title: str = "clothsim preview") -> None:
         if quality not in QUALITY:
             raise cs.InputError(f"quality must be one of {', '.join(QUALITY)}, got {quality!r}")
         self.size = (int(size[0]), int(size[1]))
@@ -94,9 +96,9 @@ class PreviewApp:
         self.quality = quality
         self.max_fps = float(max_fps)
         self.continuous = continuous
-        if not 0.1 <= interactive_scale <= 1.0:
+        if interactive_scale is not None and not 0.1 <= interactive_scale <= 1.0:
             raise cs.InputError(f"interactive_scale must lie in [0.1, 1], got {interactive_scale!r}")
-        self.interactive_scale = float(interactive_scale)
+        self.interactive_scale = interactive_scale
         self._ui_frames = 3            # draw the UI this many more loops (ImGui settles after input)
         self._last_3d = 0.0
         self._refine_at = None
@@ -172,6 +174,10 @@ class PreviewApp:
             self.ctx = moderngl.create_context(require=450)
             self._install_callbacks()
         self.renderer = Renderer(self.ctx)
+        self.gl_renderer = str(self.ctx.info.get("GL_RENDERER", ""))
+        if self.interactive_scale is None:
+            software = any(k in self.gl_renderer.lower() for k in ("llvmpipe", "softpipe", "swrast"))
+            self.interactive_scale = 0.35 if software else 1.0
         from imgui_bundle import imgui
 
         self.imgui = imgui
