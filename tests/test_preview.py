@@ -165,6 +165,17 @@ def test_preview_window(xvfb, tmp_path):
         assert not c["playing"] and not d["playing"]
         assert d["displayed_frame"] == c["displayed_frame"] == c["sim_frame"] == d["sim_frame"]
         assert d["frames_received"] == c["frames_received"]
+        # --- scrub back through the frames kept in memory, then back to the newest
+        app.run(script=["scrub 0", "record s0", "scrub_by 1", "record s1", "live", "record live", "quit"], max_seconds=30)
+        first = app.topo.history[0][0]
+        assert app.records["s0"]["displayed_frame"] == first and app.records["s1"]["displayed_frame"] == first + 1
+        assert app.records["live"]["displayed_frame"] == d["sim_frame"]
+        # --- a fabric preset and one parameter change in the running simulation (no rebuild: same frame)
+        app.run(script=["fabric denim", "fabric_param bend_warp 2e-5", "sync", "record fab", "quit"], max_seconds=30)
+        assert not app.errors, app.errors
+        assert app.topo.info["fabrics"][0]["name"] == "denim" and app.topo.info["fabrics"][0]["bend_warp"] == 2e-5
+        assert app.records["fab"]["sim_frame"] == d["sim_frame"]
+        assert app.records["fab"]["history"] == d["history"], "a rebuild in place keeps the frames for scrubbing"
 
         # --- shaded screenshot (atomic PNG): the garment is visible
         shaded_path = tmp_path / "shaded.png"
@@ -175,7 +186,9 @@ def test_preview_window(xvfb, tmp_path):
         shaded, strain = iio.imread(shaded_path), iio.imread(strain_path)
         assert shaded.shape == (400, 640, 3) and iio.imread(ui_path).shape == (400, 640, 3)
         assert not list(tmp_path.glob(".*tmp*")), "screenshots are written to a temporary name and renamed"
-        x = app.topo.history[-1][1]
+        from render.sources import _close_seams
+
+        x = _close_seams(app.topo.history[-1][1], app.topo.seams)   # as drawn: sewn pairs at their midpoint
         col, row, inside = _project(app, x)
         assert inside.mean() > 0.95, "the front view frames the garment"
         # every garment vertex projects onto a drawn pixel (garment or the body in front of it); outline
@@ -219,3 +232,8 @@ def test_preview_window(xvfb, tmp_path):
         app.errors.clear()
         app._on_key(app.window, glfw.KEY_V, 0, glfw.PRESS, 0)
         assert app.view is View.PENETRATION
+
+        # --- reset: back to frame 0 (the new fabric and the level stay)
+        app.run(script=["reset", "sync", "record r", "quit"], max_seconds=60)
+        assert app.records["r"]["displayed_frame"] == 0 and app.records["r"]["history"] == 1
+        assert app.topo.info["fabrics"][0]["name"] == "denim" and app.records["r"]["level"] == 1

@@ -251,6 +251,10 @@ class PreviewApp:
                 self.handled = int(ev.get("handled", self.handled))
             elif kind == "memory":
                 self.memory = ev["report"]
+            elif kind == "fabrics" and self.topo is not None and ev["generation"] == self.topo.generation:
+                self.topo.info["fabrics"] = ev["fabrics"]   # the garment's display colour follows its fabric
+                self._items = None
+                self._dirty = True
             elif kind == "error":
                 self._error(ev["message"])
             elif kind == "log":
@@ -286,7 +290,10 @@ class PreviewApp:
             self.load_field = ev["scene_path"]
         if old is not None:
             old.channel.close()
-        self.scrub = None
+            same_mesh = (old.info["scene_path"] == ev["scene_path"] and old.info["level"] == ev["level"]
+                         and np.array_equal(old.triangles, tris) and ev["frame"] > 0)
+            if same_mesh:   # rebuilt in place (e.g. a new fabric density): the frames simulated so far stay
+                self.topo.history = [h for h in old.history if h[0] < ev["frame"]]
         self._display = None
         self._items = None
         self._dirty = True

@@ -140,7 +140,8 @@ class SimWorker:
                   seams=np.concatenate(seams) if seams else np.zeros((0, 2), np.int64),
                   body_triangles=np.asarray(d.body.triangles, dtype=np.int32), dt=float(d.sim.dt),
                   frame=self.frame, memory=d.sim.memory_report(),
-                  fabrics=[_fabric_dict(g.cloth.fabric) for g in d.garments],
+                  fabrics=[_fabric_dict(f) for f in self.fabrics] if len(self.fabrics) == len(d.garments)
+                  else [_fabric_dict(g.cloth.fabric) for g in d.garments],
                   penetration_tolerance=float(self.scene.simulation.checks.penetration))
 
     def _publish(self, step_ms: float | None = None, stats=None) -> None:
@@ -297,10 +298,45 @@ class SimWorker:
         self.emit("log", message=f"fabric {field} = {value:g} on {self._garment_label(garment)}")
 
     def _apply_fabrics(self) -> None:
+        """Put ``self.fabrics`` into the running simulation: in place when the simulator allows it (stiffness,
+        bending, friction, ...); a change of areal density (vertex masses) rebuilds the scene at the same level
+        with the current positions and velocities (``Simulator.set_fabric`` refuses it between steps)."""
+        from clothsim.errors import InputError
+
         if len(self.fabrics) != len(self.drape.garments):
             self.fabrics = [g.cloth.fabric for g in self.drape.garments]
-        for i, f in enumerate(self.fabrics):
-            self.drape.sim.set_fabric(f, cloth=i)
+        try:
+            for i, f in enumerate(self.fabrics):
+                self.drape.sim.set_fabric(f, cloth=i)
+        except InputError as e:
+            if "density" not in str(e):
+                raise
+            self._rebuild_with_fabrics()
+        self.emit("fabrics", generation=self.generation, fabrics=[_fabric_dict(f) for f in self.fabrics])
+
+    def _rebuild_with_fabrics(self) -> None:
+        import dataclasses
+
+        d = self.drape
+        x, v = d.positions(), d.sim.velocities()
+        sim_frame = d.frame
+        specs = tuple(dataclasses.replace(spec, fabric=f) for spec, f in zip(self.scene.garments, self.fabrics))
+        scene = self.scene.replace(garments=specs)
+        new = self._build(scene, self.level)
+        try:
+            new.sim.set_positions(x)
+            new.sim.set_velocities(v)
+            new._v_prev = v.astype(np.float64)
+            if hasattr(new.sim, "_frame"):   # MultiResSimulator keeps the frame count itself
+                new.sim._frame = sim_frame
+            else:
+                new.sim.frame = sim_frame
+        except BaseException:
+            new.release()
+            raise
+        self.scene = scene     # reset and level switches keep the new fabrics
+        self._replace(new, frame=self.frame)
+        self.emit("log", message="fabric density changed: the scene was rebuilt with the current positions")
 
     def _garment_indices(self, garment) -> list[int]:
         from clothsim.errors import InputError
