@@ -321,3 +321,31 @@ def test_render_mesh_follows_the_coarse_sim(draped, device):
     mesh.release()
     emb.release()
     sim.release()
+
+
+def test_coarse_correction_adds_the_prolonged_coarse_change(device):
+    """One correction: fine positions change by exactly P·(x_c − R·x_f) (float32 rounding of ~1 m
+    coordinates: 1e-6 m), pinned vertices not at all; the coarse level it owns is freed by release()."""
+    from clothsim.multires import CoarseCorrection
+
+    lv = LevelSet.grid(size=(0.4, 0.4), resolutions=((5, 5), (9, 9)), plane="xy", center=(0.0, 1.0, 0.0), pin="top")
+    base = live_warp_array_bytes(device)
+    sim = MultiResSimulator(lv, level=1, device=device, substeps=4, iterations=4)
+    corr = CoarseCorrection(sim, 0, every=2, coarse_frames=3)
+    assert corr.nbytes() > 0
+    xf = sim.positions().astype(np.float64)
+    corr.correct()
+    xc0 = lv.map(xf, 1, 0)
+    xc1 = corr.coarse.positions().astype(np.float64)
+    expect = xf + lv.map(xc1 - xc0, 0, 1)
+    pinned = sim.simulator.model.host_pinned
+    expect[pinned] = xf[pinned]
+    got = sim.positions()
+    assert np.abs(got - expect).max() < 1e-6
+    assert np.array_equal(got[pinned], xf[pinned].astype(np.float32))
+    assert np.abs(xc1 - xc0).max() > 1e-4  # the coarse frames moved it (the hanging cloth stretches ~0.8 mm)
+    corr.step(4)
+    assert corr.corrections == 3 and sim.frame == 4  # before frames 0 and 2, plus the one above
+    corr.release()
+    sim.release()
+    assert live_warp_array_bytes(device) == base
