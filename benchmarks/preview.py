@@ -25,7 +25,6 @@ simulation >= 80 % of solo; >= 120 fps on the GPU (headless EGL).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import shutil
@@ -140,7 +139,7 @@ def main(argv=None) -> int:
     if not args.headless and not os.environ.get("DISPLAY"):
         if shutil.which("xvfb-run") is None:
             ap.error("no DISPLAY and no xvfb-run: install xvfb or pass --headless")
-        cmd = ["xvfb-run", "-a", "-s", "-screen 0 1920x1080x24", sys.executable, *sys.argv]
+        cmd = ["xvfb-run", "-a", "-s", "-screen 0 1920x1080x24 -noreset", sys.executable, *sys.argv]
         return subprocess.call(cmd)
 
     w, h = (int(v) for v in args.size.lower().split("x"))

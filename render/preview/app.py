@@ -14,7 +14,6 @@ the state in :attr:`PreviewApp.records`).
 from __future__ import annotations
 
 import logging
-import math
 import shlex
 import time
 from dataclasses import dataclass, field
@@ -280,7 +279,8 @@ class PreviewApp:
             a, b = int(offsets[i]), int(offsets[i + 1])
             mask = (tris >= a).all(axis=1) & (tris < b).all(axis=1)
             g_tris.append(np.ascontiguousarray(tris[mask] - a, np.int32))
-        self.topo = Topology(ev["generation"], ch, ev, tris, offsets, g_tris, np.asarray(ev["body_triangles"], np.int32),
+        self.topo = Topology(ev["generation"], ch, ev, tris, offsets, g_tris,
+                             np.asarray(ev["body_triangles"], np.int32),
                              np.asarray(ev["rest_uv"], np.float32), np.asarray(ev["pins"]), np.asarray(ev["seams"]))
         self.overlay.set_topology(tris, self.topo.pins, self.topo.seams, ev["n"])
         self.memory = ev.get("memory", {})
@@ -593,7 +593,8 @@ class PreviewApp:
             rng = (0.0, 5.0 * float(t.info.get("penetration_tolerance", 0.002)))
         overlay_on = self.view is not View.SHADED or self.show_markers
         if overlay_on:
-            self.overlay.set_frame(self._overlay_x, scalar, normals=self.view in (View.STRAIN, View.PENETRATION, View.LOD))
+            shaded = self.view in (View.STRAIN, View.PENETRATION, View.LOD)   # views that light the surface
+            self.overlay.set_frame(self._overlay_x, scalar, normals=shaded)
         cam = self.orbit.camera()
         level = int(t.info["level"])
 

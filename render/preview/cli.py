@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 from pathlib import Path
 
@@ -23,7 +22,8 @@ def _level(value):
 def preview_options(f):
     opts = [
         click.argument("scene", required=False, type=click.Path(path_type=Path)),
-        click.option("--level", default=None, help="resolution level: 0 (40 mm, coarsest) .. 3 (5 mm), coarsest, finest"),
+        click.option("--level", default=None,
+                     help="resolution level: 0 (40 mm, coarsest) .. 3 (5 mm), coarsest, finest"),
         click.option("--size", default="1280x720", show_default=True, help="window size WIDTHxHEIGHT [px]"),
         click.option("--play/--paused", default=False, help="start simulating at once"),
         click.option("--device", default=None, help="Warp device for the simulation (cpu, cuda:0)"),

@@ -43,7 +43,8 @@ class ViewOverlay:
             buf.release()
             for key in [k for k in self._vaos if name in k[1]]:
                 self._vaos.pop(key).release()
-        buf = self._bufs[name] = self.ctx.buffer(data if data else b"\0\0\0\0", dynamic=name in ("pos", "nrm", "scalar"))
+        dynamic = name in ("pos", "nrm", "scalar")
+        buf = self._bufs[name] = self.ctx.buffer(data if data else b"\0\0\0\0", dynamic=dynamic)
         return buf
 
     def set_topology(self, triangles: np.ndarray, pins: np.ndarray, seams: np.ndarray, n: int) -> None:

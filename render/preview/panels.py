@@ -185,7 +185,8 @@ def _legend(app, imgui, w, h) -> None:
     for k, frac in enumerate((0.0, 0.5, 1.0)):
         label = f"{lo + frac * (hi - lo):.3g} {unit}" + ("+" if frac == 1.0 else "")
         if k:
-            imgui.same_line(bar_w * frac - (imgui.calc_text_size(label).x if frac == 1.0 else 0.5 * imgui.calc_text_size(label).x) + 8)
+            tw = imgui.calc_text_size(label).x
+            imgui.same_line(bar_w * frac - (tw if frac == 1.0 else 0.5 * tw) + 8)
         imgui.text(label)
     imgui.end()
 

@@ -8,8 +8,8 @@ Commands arrive on a queue as tuples ``(name, *args)``:
 ``step [n]``          simulate n frames (default 1), then stay paused
 ``reset``             rebuild the scene at the current level; frame 0
 ``speed s``           at most s x real time (frame length ``dt``); 0 = as fast as it goes
-``level k``           rebuild at resolution level k (0 = coarsest) from the current positions and
-                      velocities carried over by the garment hierarchy (prolong / restrict)
+``level k``           switch to resolution level k (0 = coarsest): positions and velocities carried
+                      over by the garment hierarchy (clothsim.MultiResSimulator.set_level)
 ``fabric f [g]``      fabric preset name (or dict of SI fields) for garment g (default all)
 ``fabric_param name value [g]``  one SI field of the current fabric
 ``load path``         load and build another scene (a bad file keeps the current one)
@@ -56,7 +56,6 @@ class SimWorker:
         self.speed = 0.0
         self.penetration = False
         self.fabrics: list = []
-        self._hierarchies: dict[int, object] = {}
         self._last_memory = 0.0
         self._last_step_ms = 0.0
         self._last_stats = None
@@ -81,10 +80,9 @@ class SimWorker:
 
         scene = cs.load_scene(path)   # validates: raises InputError naming the file and key
         drape = self._build(scene, level)
-        self._hierarchies.clear()
         self.scene = scene
-        self._replace(drape, frame=0)
         self.fabrics = [g.cloth.fabric for g in drape.garments]
+        self._replace(drape, frame=0)
         self.emit("log", message=f"loaded {scene.path} (level {self.level}, {drape.sim.particle_count} vertices, "
                                  f"setup {drape.setup_s:.1f} s)")
 
@@ -216,66 +214,26 @@ class SimWorker:
         return True
 
     def set_level(self, k: int) -> None:
-        """Rebuild at level ``k`` with positions and velocities carried over (hierarchy prolong/restrict)."""
+        """Switch to level ``k`` (:meth:`clothsim.MultiResSimulator.set_level`: positions and velocities
+        mapped by the garment hierarchy's prolongation/restriction, seams closed, projected, relaxed)."""
         from clothsim.errors import InputError
-        from clothsim.garments import load_pattern
-        from clothsim.garments.hierarchy import GarmentHierarchy
         from clothsim.scene.sources import DEFAULT_LEVELS
 
+        d = self.drape
+        if not hasattr(d, "set_level"):
+            meshes = [f"{g.name!r} ({g.mesh})" for g in self.scene.garments if g.pattern is None]
+            raise InputError(f"{self.scene.path}: garment {', '.join(meshes)} is a mesh file with one resolution "
+                             "level; only scenes whose garments are all patterns switch level")
         if not 0 <= k < len(DEFAULT_LEVELS):
             raise InputError(f"level {k} does not exist; levels are 0..{len(DEFAULT_LEVELS) - 1} "
                              f"({', '.join(f'{1e3 * e:g} mm' for e in DEFAULT_LEVELS)})")
         if k == self.level:
             return
-        d = self.drape
-        if hasattr(d, "set_level"):   # the multires simulator switches in place
-            old_level = self.level
-            rep = d.set_level(k)
-            self._replace(d, frame=self.frame)
-            self.emit("log", message=f"level {old_level} -> {k}: {d.sim.particle_count} vertices in "
-                                     f"{rep.seconds:.2f} s (largest move after mapping "
-                                     f"{1e3 * rep.max_displacement_m:.1f} mm)")
-            return
-        x, v = d.positions().astype(np.float64), d.sim.velocities().astype(np.float64)
-        xs, vs = [], []
-        for i, (g, spec) in enumerate(zip(d.garments, self.scene.garments)):
-            if spec.pattern is None:
-                raise InputError(f"garment {g.name!r} is a mesh file ({spec.mesh}); it has one resolution level")
-            h = self._hierarchies.get(i)
-            if h is None:
-                h = self._hierarchies[i] = GarmentHierarchy(load_pattern(spec.pattern), DEFAULT_LEVELS)
-            a, b = int(d.offsets[i]), int(d.offsets[i + 1])
-            if k > g.level:
-                xs.append(h.prolong(x[a:b], coarse=g.level, fine=k))
-                vs.append(h.prolong(v[a:b], coarse=g.level, fine=k))
-            else:
-                xs.append(h.restrict(x[a:b], fine=g.level, coarse=k))
-                vs.append(h.restrict(v[a:b], fine=g.level, coarse=k))
-        t0 = time.perf_counter()
-        new = self._build(self.scene, k)
-        try:
-            counts = [len(g.cloth.vertices) for g in new.garments]
-            if counts != [len(p) for p in xs]:
-                raise RuntimeError(f"level {k}: the built meshes have {counts} vertices but the hierarchy "
-                                   f"{[len(p) for p in xs]}")
-            x_new, v_new = np.concatenate(xs), np.concatenate(vs)
-            new.sim.set_positions(x_new)
-            new.sim.set_velocities(v_new)
-            new._v_prev = v_new
-            new.sim.frame = d.sim.frame   # the pose schedule and sim time go on
-            if new._pose_schedule is not None:
-                tgt = new._pose_schedule(max(1, min(d.sim.frame, self.scene.pose.blend_frames + 1)))
-                if tgt is not None:
-                    new.sim.set_collider_vertices(new.collider_handle, tgt)
-            for i, f in enumerate(self.fabrics):
-                new.sim.set_fabric(f, cloth=i)
-        except BaseException:
-            new.release()
-            raise
         old_level = self.level
-        self._replace(new, frame=self.frame)
-        self.emit("log", message=f"level {old_level} -> {k}: {new.sim.particle_count} vertices, "
-                                 f"rebuilt in {time.perf_counter() - t0:.2f} s")
+        rep = d.set_level(k)
+        self._replace(d, frame=self.frame)
+        self.emit("log", message=f"level {old_level} -> {k}: {d.sim.particle_count} vertices in {rep.seconds:.2f} s "
+                                 f"(largest move after mapping {1e3 * rep.max_displacement_m:.1f} mm)")
 
     def set_fabric(self, fabric, garment=None) -> None:
         from clothsim.fabric import Fabric
