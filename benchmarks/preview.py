@@ -17,8 +17,9 @@ load drift on a shared machine hits all of them alike (``--rounds`` times):
   on llvmpipe while the camera moves, full size 0.3 s after it stops; full size on a GPU);
 * ``orbit_full``: ``orbit`` at full resolution every loop: the window's worst case.
 
-Reported: window frames per second (loops per second) and 3D redraws per second, the simulation's
-frames per second and its ratio to ``solo``. Targets (issue 6): >= 30 fps on llvmpipe with the
+Reported: window frames per second (frames drawn per second) and 3D redraws per second, the
+simulation's frames per second and its ratio to ``solo``, and the median wall time of one simulation
+step (the worker's own timing of ``step()``; less noisy than a frame count over a short run). Targets (issue 6): >= 30 fps on llvmpipe with the
 simulation >= 80 % of solo; >= 120 fps on the GPU (headless EGL).
 """
 
@@ -68,12 +69,19 @@ def run_solo(scene: Path, level: int, device: str | None, seconds: float, warmup
 
         _wait_first_frames(seq, warmup_frames, 600)
         s0, t0 = seq(), time.perf_counter()
+        last, step_ms = s0, []
         while time.perf_counter() - t0 < seconds:
             time.sleep(0.05)
             s1 = seq()
+            if s1 != last:
+                fr = state["ch"].read()
+                if fr is not None:
+                    step_ms.append(fr.step_ms)
+                last = s1
         t1 = time.perf_counter()
         ch = state["ch"]
-        return {"mode": "solo", "seconds": t1 - t0, "sim_frames": s1 - s0, "sim_fps": (s1 - s0) / (t1 - t0)}
+        return {"mode": "solo", "seconds": t1 - t0, "sim_frames": s1 - s0, "sim_fps": (s1 - s0) / (t1 - t0),
+                "step_ms_median": statistics.median(step_ms) if step_ms else None}
     finally:
         sim.close()
         if ch is not None:
@@ -94,7 +102,7 @@ def run_window(scene: Path, level: int, device: str | None, seconds: float, warm
             if time.perf_counter() - t_start > 600:
                 raise RuntimeError("no frames within 600 s")
         f0, l0, d0, t0 = app.frames_received, app.loops, app.scene_draws, time.perf_counter()
-        draw_ms = []
+        draw_ms, step_ms, seen = [], [], app.frames_received
         while time.perf_counter() - t0 < seconds:
             lt = time.perf_counter()
             if app.window is not None:
@@ -103,8 +111,11 @@ def run_window(scene: Path, level: int, device: str | None, seconds: float, warm
                 glfw.poll_events()
             if orbit:
                 app.command("orbit 4 0")
-            app.draw()
-            draw_ms.append(app.draw_ms)
+            if app.draw():
+                draw_ms.append(app.draw_ms)
+            if app.frames_received != seen:
+                seen = app.frames_received
+                step_ms.append(app.step_ms)
             if max_fps > 0:
                 rest = 1.0 / max_fps - (time.perf_counter() - lt)
                 if rest > 0:
@@ -113,7 +124,9 @@ def run_window(scene: Path, level: int, device: str | None, seconds: float, warm
         dt = t1 - t0
         return {"mode": ("orbit" if scale is None else "orbit_full") if orbit else "window", "seconds": dt,
                 "interactive_scale": app.interactive_scale, "window_fps": (app.loops - l0) / dt,
-                "redraws_per_s": (app.scene_draws - d0) / dt, "draw_ms_median": statistics.median(draw_ms),
+                "redraws_per_s": (app.scene_draws - d0) / dt,
+                "draw_ms_median": statistics.median(draw_ms) if draw_ms else None,
+                "step_ms_median": statistics.median(step_ms) if step_ms else None,
                 "sim_frames": app.frames_received - f0, "sim_fps": (app.frames_received - f0) / dt,
                 "gl_renderer": app.ctx.info["GL_RENDERER"], "vertices": app.topo.info["n"],
                 "body_vertices": app.topo.info["b"], "gl_bytes": app.gl_nbytes(),
@@ -158,7 +171,8 @@ def main(argv=None) -> int:
             res["round"] = r
             runs.append(res)
             extra = (f"  window {res['window_fps']:6.1f} fps  3D redraws {res['redraws_per_s']:6.1f}/s  "
-                     f"loop {res['draw_ms_median']:.1f} ms") if m != "solo" else ""
+                     f"draw {res['draw_ms_median'] or float('nan'):.1f} ms") if m != "solo" else ""
+            extra += f"  step {res['step_ms_median'] or float('nan'):.0f} ms"
             print(f"round {r} {m:6s} sim {res['sim_fps']:6.2f} frames/s ({res['sim_frames']} in {res['seconds']:.1f} s)"
                   + extra, flush=True)
     solo = [x["sim_fps"] for x in runs if x["mode"] == "solo"]
@@ -166,16 +180,23 @@ def main(argv=None) -> int:
     for m in modes:
         xs = [x for x in runs if x["mode"] == m]
         s = {"sim_fps": statistics.mean(x["sim_fps"] for x in xs)}
+        steps = [x["step_ms_median"] for x in xs if x.get("step_ms_median")]
+        s["step_ms"] = statistics.mean(steps) if steps else float("nan")
         if m != "solo":
             s["window_fps"] = statistics.mean(x["window_fps"] for x in xs)
             s["redraws_per_s"] = statistics.mean(x["redraws_per_s"] for x in xs)
             if solo:
                 s["sim_vs_solo"] = s["sim_fps"] / statistics.mean(solo)
         summary[m] = s
-    print("\n| mode | window fps | 3D redraws/s | sim frames/s | sim vs solo |\n|---|---:|---:|---:|---:|")
+    solo_step = summary.get("solo", {}).get("step_ms")
+    print("\n| mode | window fps | 3D redraws/s | sim frames/s | sim vs solo | step ms | solo step / step |\n"
+          "|---|---:|---:|---:|---:|---:|---:|")
     for m, s in summary.items():
+        if solo_step:
+            s["step_vs_solo"] = solo_step / s["step_ms"]
         print(f"| {m} | {s.get('window_fps', float('nan')):.1f} | {s.get('redraws_per_s', float('nan')):.1f} | "
-              f"{s['sim_fps']:.2f} | {s.get('sim_vs_solo', 1.0):.0%} |")
+              f"{s['sim_fps']:.2f} | {s.get('sim_vs_solo', 1.0):.0%} | {s['step_ms']:.0f} | "
+              f"{s.get('step_vs_solo', float('nan')):.0%} |")
     out = {"scene": str(args.scene.relative_to(ROOT) if args.scene.is_relative_to(ROOT) else args.scene),
            "level": args.level, "size": [w, h], "headless": args.headless, "device": args.device,
            "max_fps": args.max_fps, "quality": args.quality, "seconds": args.seconds, "runs": runs,
