@@ -288,12 +288,16 @@ class PreviewApp:
         if old is None or old.info["scene_path"] != ev["scene_path"]:
             self._framed = False
             self.load_field = ev["scene_path"]
+        same_mesh = False
         if old is not None:
             old.channel.close()
             same_mesh = (old.info["scene_path"] == ev["scene_path"] and old.info["level"] == ev["level"]
                          and np.array_equal(old.triangles, tris) and ev["frame"] > 0)
             if same_mesh:   # rebuilt in place (e.g. a new fabric density): the frames simulated so far stay
                 self.topo.history = [h for h in old.history if h[0] < ev["frame"]]
+        if not same_mesh or (self.scrub is not None and self.scrub >= len(self.topo.history)):
+            self.scrub = None
+        self._last_seq = -1      # the new channel counts from 1 again
         self._display = None
         self._items = None
         self._dirty = True
@@ -306,14 +310,17 @@ class PreviewApp:
         if fr is None:
             return
         self._last_seq = fr.seq
+        body = fr.body
+        if t.history and np.array_equal(t.history[-1][2], body):
+            body = t.history[-1][2]   # a body that did not move is kept once, shared by the frames
         if t.history and t.history[-1][0] == fr.frame:
             # the same frame again (e.g. republished with penetration depths): replace it
-            t.history[-1] = (fr.frame, fr.positions, fr.body, fr.penetration)
+            t.history[-1] = (fr.frame, fr.positions, body, fr.penetration)
         else:
-            t.history.append((fr.frame, fr.positions, fr.body, fr.penetration))
+            t.history.append((fr.frame, fr.positions, body, fr.penetration))
             if fr.seq > 1:
                 self.frames_received += 1
-            per = fr.positions.nbytes + fr.body.nbytes
+            per = fr.positions.nbytes * 4 // 3 + (body.nbytes if body is fr.body else 0)
             while len(t.history) > 2 and len(t.history) * per > HISTORY_BYTES:
                 t.history.pop(0)
                 if self.scrub is not None:

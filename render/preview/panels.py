@@ -139,7 +139,8 @@ def _view(app, imgui) -> None:
 
 def _stats(app, imgui) -> None:
     t = app.topo
-    imgui.text(f"window  {app.fps:5.1f} fps  ({app.draw_ms:.1f} ms)")
+    # the window draws when something changes (a new frame, input): fps is the rate of those draws
+    imgui.text(f"window  {app.fps:5.1f} fps on change, draw {app.draw_ms:.0f} ms")
     sim_fps = 1e3 / app.step_ms if app.step_ms > 0 else 0.0
     imgui.text(f"sim     {app.step_ms:7.1f} ms/step ({sim_fps:.1f} frames/s)")
     state = "playing" if app.playing else "paused"
