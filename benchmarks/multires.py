@@ -255,11 +255,11 @@ def correction_part(device: str, scene_name: str, edge_lengths, cap: int, target
     fine = lv.count - 1
     out = {"scene": scene.name, "edge_lengths_m": list(edge_lengths), "target_residual": target,
            "every": every, "coarse_frames": coarse_frames, "stop_residual": stop, "coarse_level": fine - 1}
-    for mode in ("without", "with"):
+    for mode in ("without", "with", "with_zero_v"):
         sim = MultiResSimulator(lv, level=fine, device=device, **kw)
         sim.add_collider(Collider.mesh(body.collider_vertices, body.triangles, name="avatar"))
-        corr = CoarseCorrection(sim, fine - 1, every=every, coarse_frames=coarse_frames,
-                                stop_residual=stop) if mode == "with" else None
+        corr = CoarseCorrection(sim, fine - 1, every=every, coarse_frames=coarse_frames, stop_residual=stop,
+                                velocities="zero" if mode == "with_zero_v" else "prolong") if mode != "without" else None
         step = corr.step if corr else sim.step
         w = _Watch(sim)
         sim_s, frames, reached = 0.0, 0, None
@@ -320,7 +320,7 @@ def markdown(res: dict) -> str:
                   f"{co['stop_residual']:g}, {co['coarse_frames']} coarse frames)", "",
                   "| mode | frames to target | sim s | coarse s | corrections | final residual | pen. mm | seam gap mm |",
                   "|---|---|---|---|---|---|---|---|"]
-        for mode in ("without", "with"):
+        for mode in ("without", "with", "with_zero_v"):
             m = co[mode]
             reached = m["reached_at_frame"] if m["reached_at_frame"] else f"not in {m['frames']}"
             lines.append(f"| {mode} | {reached} | "

@@ -349,3 +349,32 @@ def test_coarse_correction_adds_the_prolonged_coarse_change(device):
     corr.release()
     sim.release()
     assert live_warp_array_bytes(device) == base
+
+
+@pytest.mark.gpu
+def test_cuda_switches_keep_mempool_and_driver_figures_flat(device):
+    """On CUDA: 20 alternating switches (a graph captured per level per activation) between 128² and 64²
+    on a sphere. Owners' bytes equal after switch 2 and 20 (exactly); Warp's mempool 'used' figure and the
+    driver's used memory (total − free; graphs allocate outside the mempool) within 1 MB (the issue's
+    tolerance for the independent figures); release returns the mempool figure to within 1 MB of the start."""
+    from clothsim.multires import independent_figures
+
+    lv = LevelSet.grid(size=(1.0, 1.0), resolutions=((32, 32), (64, 64), (128, 128)), plane="xz",
+                       center=(0.0, 0.5, 0.0), pin=None)
+    base = independent_figures(device)
+    sim = MultiResSimulator(lv, level=2, device=device, ground=0.0)
+    sim.add_collider(cs.Collider.sphere(center=(0.0, 0.25, 0.0), radius=0.2))
+    sim.step(20)
+    figs = {}
+    for k in range(1, 21):
+        sim.set_level(1 if sim.level == 2 else 2)
+        sim.step(1)
+        if k in (2, 20):
+            f = independent_figures(device)
+            figs[k] = (sim.memory_report()["total"], f["mempool_used"], base["device_free"] - f["device_free"])
+    assert figs[20][0] == figs[2][0]
+    assert abs(figs[20][1] - figs[2][1]) < 1 << 20
+    assert abs(figs[20][2] - figs[2][2]) < 1 << 20
+    sim.release()
+    after = independent_figures(device)
+    assert after["mempool_used"] - base["mempool_used"] < 1 << 20

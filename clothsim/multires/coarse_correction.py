@@ -22,6 +22,7 @@ The coarse level's buffers are allocated here when the corrector is built and fr
 from __future__ import annotations
 
 import numpy as np
+import warp as wp
 
 from ..colliders import Collider
 from ..simulator import Simulator
@@ -39,10 +40,12 @@ class CoarseCorrection:
         every: fine frames between corrections. coarse_frames: coarse frames per correction.
         stop_residual: no more corrections once the fine residual (RMS |Δv|/(g·dt) over free vertices, as in
             :mod:`clothsim.scene.drape`) of the last fine frame is below this.
+        velocities: "prolong" (v_f += P·(v_c − v_c⁰)) or "zero" (the fine velocities are set to zero after a
+            correction: the corrected state restarts from rest, as in dynamic relaxation).
     """
 
     def __init__(self, sim, coarse_level: int, *, every: int = 4, coarse_frames: int = 4,
-                 stop_residual: float = 0.0):
+                 stop_residual: float = 0.0, velocities: str = "prolong"):
         from ..errors import InputError
 
         self.sim = sim
@@ -54,6 +57,9 @@ class CoarseCorrection:
         self.every = int(every)
         self.coarse_frames = int(coarse_frames)
         self.stop_residual = float(stop_residual)
+        if velocities not in ("prolong", "zero"):
+            raise InputError(f"CoarseCorrection: velocities must be 'prolong' or 'zero', got {velocities!r}")
+        self.velocities = velocities
         self.coarse = Simulator(self.levels.cloths(self.coarse_level), device=sim.device, **sim._sim_kwargs)
         for slot in sim._colliders:
             self.coarse.add_collider(Collider(slot.pose, slot.triangles, name=slot.name))
@@ -74,6 +80,7 @@ class CoarseCorrection:
                 t = time.perf_counter()
                 self.correct()
                 self.coarse_seconds += time.perf_counter() - t
+                self._v_prev = self.sim.velocities().astype(np.float64)  # the residual is the fine step's
             self.sim.step()
             self._frames += 1
             v = self.sim.velocities().astype(np.float64)
@@ -104,7 +111,8 @@ class CoarseCorrection:
         dx[pinned] = 0.0
         dv[pinned] = 0.0
         self.sim.set_positions(xf + dx)
-        self.sim.set_velocities(vf + dv)
+        self.sim.set_velocities(vf + dv if self.velocities == "prolong" else np.zeros_like(vf))
+        wp.copy(self.sim.simulator.state.v_last, self.sim.simulator.state.v)
         project_out(self.sim.simulator)
         self.corrections += 1
 
