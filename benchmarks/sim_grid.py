@@ -153,8 +153,10 @@ class ClothsimRunner:
 
     name = "clothsim"
 
-    def __init__(self, cs, scene: Scene, mat: BenchMaterial, device: str, substeps: int):
+    def __init__(self, cs, scene: Scene, mat: BenchMaterial, device: str, substeps: int,
+                 initial_guess: str = "inertia"):
         self.cs, self.scene, self.mat, self.device, self.substeps = cs, scene, mat, device, substeps
+        self.initial_guess = initial_guess  # moving cloth: start each substep at the inertial target
         self.sim = None
         self.iterations = None
 
@@ -166,7 +168,8 @@ class ClothsimRunner:
         sc = self.scene
         self.sim = self.cs.Simulator(sc.cloth, device=self.device, dt=FRAME_DT, substeps=self.substeps,
                                      iterations=iterations, ground=sc.ground, self_collision=sc.self_collision,
-                                     contact_stiffness=self.mat.contact_ke, contact_margin=self.mat.contact_gap)
+                                     contact_stiffness=self.mat.contact_ke, contact_margin=self.mat.contact_gap,
+                                     initial_guess=self.initial_guess)
         self.iterations = iterations
         self.x0 = self.sim.positions().copy()
         self.v0 = np.zeros_like(self.x0)
@@ -297,6 +300,14 @@ def parse_args(argv=None):
                     "Newton particle_self_contact_gap)")
     ap.add_argument("--bend-calibration", type=float, default=None,
                     help="c in k_e = c B 3|e|^2/(A1+A2) (default: clothsim.model.BENDING_C)")
+    ap.add_argument("--initial-guess", choices=["inertia", "adaptive"], default="inertia",
+                    help="clothsim Simulator(initial_guess=...): where each substep's iterations start "
+                    "(default inertia: the cloth here is in motion; Newton starts there too)")
+    ap.add_argument("--tile-max-vertices", type=int, default=None,
+                    help="CUDA: colours up to this size get a half warp per vertex (clothsim.solver.vbd."
+                    "TILE_MAX_VERTICES)")
+    ap.add_argument("--block-dim", type=int, default=None,
+                    help="CUDA: threads per block of the half-warp solve (clothsim.solver.vbd.BLOCK_DIM)")
     ap.add_argument("--json", default="out/bench/sim_grid.json")
     a = ap.parse_args(argv)
     cuda = a.device.startswith("cuda")
@@ -326,7 +337,7 @@ def fmt(x, nd=1):
 def compare_case(cs, scene, mat, a, log):
     """Same-physics check, accuracy-vs-time sweep and intersections for one scene."""
     frames = a.compare_frames or (a.fold_frames if scene.kind == "fold" else 20)
-    runners = {"clothsim": ClothsimRunner(cs, scene, mat, a.device, a.substeps),
+    runners = {"clothsim": ClothsimRunner(cs, scene, mat, a.device, a.substeps, a.initial_guess),
                "newton": NewtonRunner(scene, mat, a.device, a.substeps)}
     out = {"frames": frames, "ref_iterations": a.ref_iterations, "sweep": {}}
     refs = {}
@@ -404,6 +415,12 @@ def main(argv=None):
     import clothsim as cs
 
     mat = material_from(a)
+    from clothsim.solver import vbd as _vbd
+
+    if a.tile_max_vertices is not None:
+        _vbd.TILE_MAX_VERTICES = a.tile_max_vertices
+    if a.block_dim is not None:
+        _vbd.BLOCK_DIM = a.block_dim
     have_newton, newton_info = newton_available()
     if a.compare == "newton" and not have_newton:
         print(f"--compare newton: the 'newton' package is not importable here ({newton_info}); install it "
@@ -414,13 +431,15 @@ def main(argv=None):
     results = {"device": str(wp.get_device(a.device)), "host": platform.node(), "warp": wp.config.version,
                "newton": newton_info if have_newton else None, "substeps": a.substeps, "iterations": a.iterations,
                "frame_dt": FRAME_DT, "material": mat.__dict__ | {"shear_modulus": mat.shear_modulus},
+               "initial_guess": a.initial_guess, "tile_max_vertices": _vbd.TILE_MAX_VERTICES,
+               "block_dim": _vbd.BLOCK_DIM,
                "cases": [], "comparisons": []}
     for kind in kinds:
         for n in a.sizes:
             scene = Scene(cs, kind, n, a.size, mat)
             frames = a.fold_frames if kind == "fold" else a.frames
             row = {"case": kind, "N": n, "vertices": n * n, "frames": frames}
-            runners = [ClothsimRunner(cs, scene, mat, a.device, a.substeps)]
+            runners = [ClothsimRunner(cs, scene, mat, a.device, a.substeps, a.initial_guess)]
             if compare:
                 runners.append(NewtonRunner(scene, mat, a.device, a.substeps))
             for r in runners:

@@ -15,7 +15,8 @@ import warp as wp
 
 from .cloth import Cloth
 from .fabric import Fabric
-from .topology import adjacency, bending_stencils, check_coloring, color_graph, csr, unique_edges
+from .coloring import color_graph
+from .topology import adjacency, bending_stencils, check_coloring, csr, unique_edges
 
 # Bending calibration: per-edge stiffness k_e = BENDING_C * 3|e|²/(A1+A2) * B(φ_e), i.e. with
 # BENDING_C = 1/3, k_e = B(φ_e)·|e|²/(A1+A2). With that value an isometric cylinder of curvature κ,

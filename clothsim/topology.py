@@ -1,4 +1,4 @@
-"""Mesh topology on the host (numpy): edges, bending stencils, vertex adjacency, graph colouring.
+"""Mesh topology on the host (numpy): edges, bending stencils, vertex adjacency, colouring checks.
 
 Everything here runs once when a model is built; nothing runs per step.
 """
@@ -86,38 +86,6 @@ def adjacency(n: int, groups: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]
     offsets = np.zeros(n + 1, dtype=np.int64)
     np.add.at(offsets, r + 1, 1)
     return np.cumsum(offsets), c
-
-
-def color_graph(n: int, offsets: np.ndarray, neighbors: np.ndarray, seed: int = 0) -> np.ndarray:
-    """Colour vertices so that no two neighbours share a colour (vectorised Jones–Plassmann).
-
-    Each round, every uncoloured vertex whose random priority beats all its uncoloured
-    neighbours takes the smallest colour not used by its coloured neighbours. Deterministic
-    for a given seed. Returns (n,) int32 colours, 0-based.
-    """
-    rng = np.random.default_rng(seed)
-    prio = rng.permutation(n).astype(np.int64)
-    color = np.full(n, -1, dtype=np.int64)
-    deg = np.diff(offsets)
-    owner = np.repeat(np.arange(n), deg)
-    max_colors = int(deg.max(initial=0)) + 1
-    while True:
-        unc = color < 0
-        if not unc.any():
-            break
-        # a vertex is selected if no uncoloured neighbour has a higher priority
-        nb_prio = np.where(unc[neighbors], prio[neighbors], -1)
-        best = np.full(n, -1, dtype=np.int64)
-        np.maximum.at(best, owner, nb_prio)
-        sel = unc & (prio > best)
-        sel_idx = np.nonzero(sel)[0]
-        # smallest free colour: mark used colours of coloured neighbours in a bit table
-        used = np.zeros((n, max_colors + 1), dtype=bool)
-        nb_col = color[neighbors]
-        m = sel[owner] & (nb_col >= 0)
-        used[owner[m], nb_col[m]] = True
-        color[sel_idx] = np.argmin(used[sel_idx], axis=1)
-    return color.astype(np.int32)
 
 
 def check_coloring(offsets: np.ndarray, neighbors: np.ndarray, color: np.ndarray) -> None:

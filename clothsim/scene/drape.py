@@ -168,7 +168,7 @@ class Drape:
                              iterations=sim_spec.iterations, ground=sim_spec.ground,
                              self_collision=sim_spec.self_collision, contact_stiffness=sim_spec.contact_stiffness,
                              contact_damping=sim_spec.contact_damping, drag=sim_spec.drag,
-                             air_damping=sim_spec.air_damping)
+                             air_damping=sim_spec.air_damping, initial_guess="adaptive")
         try:
             self.collider = Collider.mesh(self.body.collider_vertices, self.body.triangles, name="avatar")
             self.collider_handle = self.sim.add_collider(self.collider)

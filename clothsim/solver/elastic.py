@@ -8,6 +8,16 @@ Membrane (per triangle, rest area ``A``, rest-shape inverse ``Dm⁻¹``)::
     F = [x1−x0, x2−x0]·Dm⁻¹ (3×2),  E = ½(FᵀF − I),  S = ∂ψ/∂E,
     ψ = ½C11·E11² + C12·E11·E22 + ½C22·E22² + 2G·E12²,   energy = A·ψ
 
+The membrane's Hessian block is not StVK's own Gauss–Newton block but the PSD-projected tangent of a
+stable Neo-Hookean membrane with the same small-strain stiffness (μ = G, λ = C12, Smith et al. 2018,
+the law Newton's VBD uses), plus fibre terms for the orthotropic excess C11 − C12 − 2G and
+C22 − C12 − 2G along the deformed warp and weft. The force (and so every converged result) is StVK's;
+only the per-vertex Newton step changes. StVK's energy is quartic in a vertex's out-of-plane motion
+and its Gauss–Newton block has no out-of-plane stiffness on a flat or compressed triangle, so the
+Gauss–Seidel sweep overshoots there; the Neo-Hookean tangent keeps the isotropic μ·|∇F|² floor.
+Measured (benchmarks/sim_grid.py, 32×32 pinned sheet, 10 frames, CPU): error after one iteration
+per substep 1.69e-2 m with this block against 3.7e-2 m with StVK's own (Newton 1.8: 1.94e-2 m).
+
 Bending (per interior edge, stencil x0–x1 shared, x2/x3 opposite)::
 
     energy = ½·k·(θ − θ0)²,   θ the signed dihedral angle; Hessian ≈ k·∇θ∇θᵀ (Gauss–Newton, PSD)
@@ -64,16 +74,26 @@ def membrane_force_hessian(
     P0 = f0 * S11 + f1 * S12
     P1 = f0 * S12 + f1 * S22
     force = -area * (P0 * ga + P1 * gb)
-    s = S11 * ga * ga + 2.0 * S12 * ga * gb + S22 * gb * gb
-    s = wp.max(s, 0.0)  # drop the indefinite geometric part under compression (keeps the block PSD)
-    alpha = c11 * ga * ga + g * gb * gb
-    beta = (c12 + g) * ga * gb
-    gamma = g * ga * ga + c22 * gb * gb
-    mat = 1.0 + kd_h
-    alpha = alpha * mat
-    beta = beta * mat
-    gamma = gamma * mat
-    h = wp.identity(n=3, dtype=float) * s
+    # Hessian block (module docstring): the PSD tangent of a stable Neo-Hookean membrane with μ = G,
+    # λ = C12, the orthotropic excess along the deformed fibres, StVK's stress term where positive (the
+    # stiffening of a stretched membrane); and the damping's own Gauss–Newton block (k_d/h)·C:(∂E)(∂E)
+    lam = c12 + g
+    av = wp.cross(f0, f1)
+    js = wp.sqrt(wp.max(wp.dot(av, av), 1.0e-20))
+    nrm = av / js
+    g0 = wp.cross(f1, nrm)  # ∂J/∂f0
+    g1 = wp.cross(nrm, f0)  # ∂J/∂f1
+    r = wp.max(lam * (js - 1.0) - g, 0.0) / js  # clamped area stress / J: 0 unless the area grew
+    dj = g0 * ga + g1 * gb
+    w = f1 * ga - f0 * gb
+    sg = wp.max(S11 * ga * ga + 2.0 * S12 * ga * gb + S22 * gb * gb, 0.0)
+    iso = g * (ga * ga + gb * gb) + r * wp.dot(w, w) + sg
+    h = wp.identity(n=3, dtype=float) * iso + (lam - r) * wp.outer(dj, dj) - r * wp.outer(w, w)
+    h = h + wp.max(c11 - c12 - 2.0 * g, 0.0) * (ga * ga) * wp.outer(f0, f0)
+    h = h + wp.max(c22 - c12 - 2.0 * g, 0.0) * (gb * gb) * wp.outer(f1, f1)
+    alpha = (c11 * ga * ga + g * gb * gb) * kd_h
+    beta = ((c12 + g) * ga * gb) * kd_h
+    gamma = (g * ga * ga + c22 * gb * gb) * kd_h
     h = h + alpha * wp.outer(f0, f0) + beta * (wp.outer(f0, f1) + wp.outer(f1, f0)) + gamma * wp.outer(f1, f1)
     return force, h * area
 

@@ -30,6 +30,7 @@ def predict_kernel(
     gravity: wp.vec3,
     h: float,
     keep: float,
+    adaptive: int,
     x_prev: wp.array(dtype=wp.vec3),
     y: wp.array(dtype=wp.vec3),
 ):
@@ -38,10 +39,13 @@ def predict_kernel(
     Air damping c [1/s] (a force −c·m·v, taken implicitly) scales the velocity first: v_t ← v_t/(1 + c·h),
     passed as ``keep`` = 1/(1 + c·h) (1 without air damping).
 
-    The first guess is VBD's adaptive initialisation (He Chen et al. 2024, sec. 3.6): x_t + h·v_t + h²·ã
-    with ã the part of gravity the vertex actually followed last substep (its acceleration projected on
-    ĝ, clamped to [0, |g|]). A resting vertex starts where it rests, a falling one where it falls to, so
-    few iterations suffice in both cases; the minimiser (y) is unchanged.
+    The first guess is VBD's adaptive initialisation (``adaptive`` = 1; He Chen et al. 2024, sec. 3.6):
+    x_t + h·v_t + h²·ã with ã the part of gravity the vertex actually followed last substep (its
+    acceleration projected on ĝ, clamped to [0, |g|]), or y itself (``adaptive`` = 0). Adaptive suits
+    cloth at rest: from y, a hanging strip (tests/test_hanging_strip.py, damping 0.02 s, 10 iterations)
+    came to rest 13 % over-extended, the h²·g the iterations did not remove each substep. For moving
+    cloth y is better: on the swinging 32×32 sheet of benchmarks/sim_grid.py the error after one
+    iteration per substep was 1.7e-2 m from y against 6.8e-2 m adaptive. The minimiser is unchanged.
     """
     i = wp.tid()
     xi = x[i]
@@ -50,8 +54,9 @@ def predict_kernel(
     if inv_mass[i] > 0.0:
         y[i] = xi + h * vi + (h * h) * gravity
         gl = wp.length(gravity)
-        guess = xi + h * vi
-        if gl > 0.0:
+        guess = xi + h * vi + (h * h) * gravity
+        if adaptive != 0 and gl > 0.0:
+            guess = xi + h * vi
             gdir = gravity / gl
             a = wp.dot(vi - v_last[i], gdir) / h
             a = wp.clamp(a, 0.0, gl)
@@ -390,18 +395,56 @@ def vertex_update(
         x[i] = xn
 
 
-def _make_vbd_solve_kernel(tiled: bool):
-    """The VBD vertex pass, in two variants built from this one source.
+@wp.func_native(
+    """
+    #if defined(__CUDA_ARCH__)
+    float r = v;
+    r += __shfl_xor_sync(0xffffffffu, r, 8, 16);
+    r += __shfl_xor_sync(0xffffffffu, r, 4, 16);
+    r += __shfl_xor_sync(0xffffffffu, r, 2, 16);
+    r += __shfl_xor_sync(0xffffffffu, r, 1, 16);
+    return r;
+    #else
+    return v;
+    #endif
+    """
+)
+def _half_warp_sum(v: float) -> float: ...
+
+
+@wp.func
+def half_warp_sum_block(f: wp.vec3, H: wp.mat33):
+    """Sum a force and Hessian block over the 16 lanes of a half warp (a fixed butterfly: deterministic).
+    Every lane of the warp must call it (the shuffles are warp-synchronous)."""
+    fs = wp.vec3(_half_warp_sum(f[0]), _half_warp_sum(f[1]), _half_warp_sum(f[2]))
+    Hs = wp.mat33(
+        _half_warp_sum(H[0, 0]), _half_warp_sum(H[0, 1]), _half_warp_sum(H[0, 2]),
+        _half_warp_sum(H[1, 0]), _half_warp_sum(H[1, 1]), _half_warp_sum(H[1, 2]),
+        _half_warp_sum(H[2, 0]), _half_warp_sum(H[2, 1]), _half_warp_sum(H[2, 2]),
+    )
+    return fs, Hs
+
+
+# threads per vertex in the CUDA kernels: a half warp (the shuffle width above)
+LANES = 16
+
+
+def _make_vbd_solve_kernel(tiled: bool, pair_contacts: bool = True):
+    """The VBD vertex pass, in variants built from this one source.
 
     tiled = False: one thread per vertex (CPU, lanes = 1, one launch may sweep every colour in order;
-    CUDA colours too large to pay for idle lanes). tiled = True (CUDA): one block of ``lanes`` threads
-    per vertex; the lanes share the vertex's elements and contact pairs, a tile reduction sums their
-    blocks, lane 0 adds the per-vertex terms and moves the vertex: x_i ← x_i + H_i⁻¹ f_i.
+    CUDA colours too large to pay for idle lanes). tiled = True (CUDA only): a half warp of LANES = 16
+    threads per vertex, two vertices per warp; the lanes share the vertex's elements and contact pairs,
+    a half-warp shuffle butterfly sums their blocks, lane 0 adds the per-vertex terms and moves the vertex:
+    x_i ← x_i + H_i⁻¹ f_i. pair_contacts = False leaves out the contact-pair loops (collider features and
+    self contact) at code generation, for models without them: fewer registers, more resident warps.
+    The CUDA variants get a module of their own ("unique"), so a CPU run never compiles them.
     """
 
     def vbd_solve(
         color_vertices: wp.array(dtype=wp.int32),
         color_start: int,
+        color_count: int,
         lanes: int,
         # state
         x: wp.array(dtype=wp.vec3),
@@ -484,36 +527,49 @@ def _make_vbd_solve_kernel(tiled: bool):
         if wp.static(tiled):
             slot = tid // lanes
             lane = tid - slot * lanes
-        i = color_vertices[color_start + slot]
+        valid = slot < color_count
+        i = int(0)
+        if valid:
+            i = color_vertices[color_start + slot]
         ci = vertex_cloth[i]
         r = mat_thickness[ci]
         mu = mat_friction[ci]
         inv_h = 1.0 / h
         kd = contact_stiffness * contact_damping
-        fe, He = vertex_elastic(i, lane, lanes, x, x_prev, theta_prev, vertex_cloth, tri, tri_dm_inv, tri_area,
-                                tri_cloth, v_tri_offsets, v_tri, bend, bend_k, bend_rest, v_bend_offsets, v_bend,
-                                mat_coef, mat_damping, inv_h)
-        fc, Hc = vertex_pair_contacts(i, lane, lanes, x, x_prev, tri, v_tri_offsets, v_tri, edges, v_edge_offsets,
-                                      v_edge, r, contact_stiffness, mu, h, friction_eps, kd,
-                                      collider_enabled, cpts, cvel, cvn, cedges, cen, kce, ce_count, ce_edge, kct,
-                                      ct_count, ct_vertex, self_enabled, kv, kt, ke, vt_count, vt_tri, tv_count,
-                                      tv_vertex, ee_count, ee_edge)
+        fe = wp.vec3(0.0)
+        He = wp.mat33(0.0)
+        if valid:
+            fe, He = vertex_elastic(i, lane, lanes, x, x_prev, theta_prev, vertex_cloth, tri, tri_dm_inv, tri_area,
+                                    tri_cloth, v_tri_offsets, v_tri, bend, bend_k, bend_rest, v_bend_offsets, v_bend,
+                                    mat_coef, mat_damping, inv_h)
+            if wp.static(pair_contacts):
+                fc, Hc = vertex_pair_contacts(i, lane, lanes, x, x_prev, tri, v_tri_offsets, v_tri, edges,
+                                              v_edge_offsets, v_edge, r, contact_stiffness, mu, h, friction_eps, kd,
+                                              collider_enabled, cpts, cvel, cvn, cedges, cen, kce, ce_count, ce_edge,
+                                              kct, ct_count, ct_vertex, self_enabled, kv, kt, ke, vt_count, vt_tri,
+                                              tv_count, tv_vertex, ee_count, ee_edge)
+                fe = fe + fc
+                He = He + Hc
         if wp.static(tiled):
-            fe = wp.tile_reduce(wp.add, wp.tile(fe + fc, preserve_type=True))[0]
-            He = wp.tile_reduce(wp.add, wp.tile(He + Hc, preserve_type=True))[0]
-            fc = wp.vec3(0.0)
-            Hc = wp.mat33(0.0)
-        if lane == 0:
+            fe, He = half_warp_sum_block(fe, He)
+        if valid and lane == 0:
             fl, Hl = vertex_local(i, x, x_prev, y, normals, mass, vertex_area, spring, spring_k, v_spring_offsets,
                                   v_spring, h, drag, wind, ground_enabled, ground_height, r, contact_stiffness, mu,
                                   friction_eps, kd, c_point, c_normal, c_vel, c_active, slots)
-            vertex_update(i, fl + fe + fc, Hl + He + Hc, x, x_prev, self_enabled, min_dist, bound_fraction)
+            vertex_update(i, fl + fe, Hl + He, x, x_prev, self_enabled, min_dist, bound_fraction)
 
-    return wp.kernel(vbd_solve, name="vbd_solve_tile_kernel" if tiled else "vbd_solve_kernel")
+    if not tiled and pair_contacts:
+        return wp.kernel(vbd_solve, name="vbd_solve_kernel")  # the CPU kernel, in this module
+    name = ("vbd_solve_half_warp" if tiled else "vbd_solve") + ("_kernel" if pair_contacts else "_elastic_kernel")
+    return wp.kernel(vbd_solve, name=name, module="unique")
 
 
 vbd_solve_kernel = _make_vbd_solve_kernel(tiled=False)
-vbd_solve_tile_kernel = _make_vbd_solve_kernel(tiled=True)
+# CUDA only, each in a module of its own (never compiled for a CPU run): with and without the
+# contact-pair loops
+vbd_solve_half_warp_kernel = _make_vbd_solve_kernel(tiled=True, pair_contacts=True)
+vbd_solve_half_warp_elastic_kernel = _make_vbd_solve_kernel(tiled=True, pair_contacts=False)
+vbd_solve_elastic_kernel = _make_vbd_solve_kernel(tiled=False, pair_contacts=False)
 
 
 @wp.kernel

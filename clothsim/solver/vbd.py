@@ -14,13 +14,13 @@ from . import kernels as K
 from . import collider_contacts as CC
 from .self_collision import SelfCollision, disabled_kernel_args
 
-# CUDA: threads per vertex in the solve. A grid vertex has 6 triangles, up to 12 bending hinges and 6
-# edges with their contact lists; 16 lanes take one or two of each (Newton's VBD uses 16 as well).
-# Spreading a vertex over a block pays while a colour fits in one wave of blocks; beyond that the idle
-# lanes cost more than they save (H200, 16 lanes: N=128 grid 33.2 -> 15.9 ms/frame, but N=256 35.9 ->
-# 39.7 and N=1024 152 -> 680), so larger colours use one thread per vertex.
-LANES = 16
+# CUDA: a colour of at most TILE_MAX_VERTICES vertices is solved by a half warp (K.LANES = 16 threads) per
+# vertex, two vertices per warp, BLOCK_DIM threads per block; larger colours by one thread per vertex.
+# A grid vertex has 6 triangles, up to 12 bending hinges and 6 edges with their contact lists, so 16
+# lanes take one or two of each (Newton's VBD does the same). Both numbers can be set before a frame
+# is captured (benchmarks/sim_grid.py --tile-max-vertices / --block-dim sweeps them).
 TILE_MAX_VERTICES = 4096
+BLOCK_DIM = 64
 
 
 class SolverVBD:
@@ -153,7 +153,7 @@ class SolverVBD:
             for c in self.colliders:
                 wp.launch(K.lerp_points_kernel, c.vertex_count, inputs=[c.start, c.end, alpha], outputs=[c.points], device=dev)
                 c.mesh.refit()
-            wp.launch(K.predict_kernel, n, inputs=[state.x, state.v, state.v_last, m.inv_mass, gravity, h, 1.0 / (1.0 + s.air_damping * h)], outputs=[self.x_prev, self.y], device=dev)
+            wp.launch(K.predict_kernel, n, inputs=[state.x, state.v, state.v_last, m.inv_mass, gravity, h, 1.0 / (1.0 + s.air_damping * h), int(s.initial_guess == "adaptive")], outputs=[self.x_prev, self.y], device=dev)
             if npins:
                 wp.launch(K.pin_kernel, npins, inputs=[m.pin_indices, state.pin_start, state.pin_end, alpha], outputs=[state.x], device=dev)
             if s.drag > 0.0:
@@ -195,12 +195,18 @@ class SolverVBD:
             *(self.collider_contacts.kernel_args() if self.collider_contacts is not None else self._collider_off_args),
             *(self.self_contacts.kernel_args() if self.self_contacts is not None else self._self_off_args),
         ]
-        if m.device.is_cuda and count <= TILE_MAX_VERTICES:
-            # a block of LANES threads per vertex shares its elements; a tile reduction sums them
-            wp.launch(K.vbd_solve_tile_kernel, count * LANES, inputs=[m.color_vertices, start, LANES, *args],
-                      block_dim=LANES, device=m.device)
+        pairs = self.collider_contacts is not None or self.self_contacts is not None
+        if m.device.is_cpu:
+            wp.launch(K.vbd_solve_kernel, count, inputs=[m.color_vertices, start, count, 1, *args], device=m.device)
+        elif count <= TILE_MAX_VERTICES:
+            per_block = BLOCK_DIM // K.LANES
+            blocks = (count + per_block - 1) // per_block
+            kern = K.vbd_solve_half_warp_kernel if pairs else K.vbd_solve_half_warp_elastic_kernel
+            wp.launch(kern, blocks * BLOCK_DIM, inputs=[m.color_vertices, start, count, K.LANES, *args],
+                      block_dim=BLOCK_DIM, device=m.device)
         else:
-            wp.launch(K.vbd_solve_kernel, count, inputs=[m.color_vertices, start, 1, *args], device=m.device)
+            kern = K.vbd_solve_kernel if pairs else K.vbd_solve_elastic_kernel
+            wp.launch(kern, count, inputs=[m.color_vertices, start, count, 1, *args], device=m.device)
 
     # ------------------------------------------------------------------ memory
     def memory_report(self) -> dict:
