@@ -40,6 +40,10 @@ class Simulator:
             documented collider speed left vertices 2.4 cm inside, against 0.5 mm without); contact_margin: how far [m] beyond the
             thickness contacts are searched each substep (sets the largest safe collider speed, see
             :attr:`max_collider_speed`).
+        initial_guess: where each substep's iterations start: "adaptive" (VBD's adaptive initialisation,
+            the default: best for cloth at or near rest, as in a drape, where starting from the inertial
+            target leaves a sag bias of unconverged iterations) or "inertia" (x + h·v + h²·g: best for
+            cloth in motion; benchmarks/sim_grid.py uses it). The converged solution is the same.
         model: a :class:`ClothModel` of exactly these cloths already built on ``device`` (e.g. restored
             from a host snapshot by :mod:`clothsim.multires`); the simulator takes ownership of it and frees
             it in :meth:`release`. Default: built here from ``cloths``.
@@ -50,7 +54,7 @@ class Simulator:
                  air_damping: float = 0.0,
                  self_collision: bool = False, contact_stiffness: float = 1.0e4, contact_damping: float = 0.0,
                  contact_margin: float = 0.01,
-                 friction_eps: float = 1.0e-2, model: ClothModel | None = None):
+                 friction_eps: float = 1.0e-2, initial_guess: str = "adaptive", model: ClothModel | None = None):
         if isinstance(cloths, Cloth):
             cloths = [cloths]
         cloths = list(cloths)
@@ -91,6 +95,9 @@ class Simulator:
         self.contact_damping = float(contact_damping)
         self.contact_margin = float(contact_margin)
         self.friction_eps = float(friction_eps)
+        if initial_guess not in ("inertia", "adaptive"):
+            raise InputError(f"Simulator: initial_guess must be 'inertia' or 'adaptive', got {initial_guess!r}")
+        self.initial_guess = initial_guess
         self.frame = 0
         self._released = False
         self._views = []
@@ -104,6 +111,7 @@ class Simulator:
             self.model = model
             self.state = ClothState(self.model)
             self.solver = SolverVBD(self.model, self)
+            self._reset_guess_history()
 
     # ------------------------------------------------------------------ properties
     @property
@@ -209,6 +217,15 @@ class Simulator:
     def set_velocities(self, v) -> None:
         self._check_alive()
         self.state.v.assign(self._checked_vec3(v, "velocities"))
+        self._reset_guess_history()
+
+    def _reset_guess_history(self) -> None:
+        """No velocity history (a new state, or velocities set from outside): make the adaptive initial
+        guess of the next substep the inertial target, as if the cloth had followed gravity so far
+        (v_last = v − h·g), instead of a guess without gravity that the iterations must make up for."""
+        h = self.dt / self.substeps
+        v = self.state.v.numpy()
+        self.state.v_last.assign((v - h * np.asarray(self.gravity, dtype=np.float32)).astype(np.float32))
 
     def positions_warp(self) -> wp.array:
         """The live position array (wp.array of vec3, zero-copy; valid until :meth:`release`)."""
