@@ -15,5 +15,5 @@ from .multires import LevelSet, MemoryBudgetError, MultiResSimulator
 from .scene import load_scene
 
 __version__ = "0.1.0"
-__all__ = ["Cloth", "Collider", "Fabric", "Simulator", "MultiResSimulator", "LevelSet", "MemoryBudgetError", "ClothsimError", "InputError", "SimulationError",
-           "StaleViewError", "load_scene", "__version__"]
+__all__ = ["Cloth", "Collider", "Fabric", "Simulator", "MultiResSimulator", "LevelSet", "MemoryBudgetError",
+           "ClothsimError", "InputError", "SimulationError", "StaleViewError", "load_scene", "__version__"]

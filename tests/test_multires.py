@@ -27,7 +27,7 @@ import warp as wp
 
 import clothsim as cs
 from clothsim.multires import (LevelSet, MemoryBudgetError, MultiResSimulator, estimate_simulator_bytes,
-                               live_warp_array_bytes, mechanical_energy, simulator_owners)
+                               live_warp_array_bytes, simulator_owners)
 from clothsim.multires.memory import owner_bytes
 from clothsim.multires.transfer import project_out
 
