@@ -85,22 +85,29 @@ def test_orbit_camera_frames_the_box():
         assert np.isclose(cam.distance, 0.9 * d) and np.allclose(cam.target, 0.5 * (lo + hi))
 
 
-def test_headless_preview_reports_bad_commands(tmp_path):
-    """The headless window (EGL, no display: the GPU machines' mode) opens without a scene, draws, takes a
-    screenshot, and turns bad commands into reported errors instead of exceptions."""
+def test_headless_preview(tmp_path):
+    """The headless window (EGL, no display: the GPU machines' mode) draws the scene, saves the 3D view and
+    the whole window (the window is the 3D view with the panels on top: identical in the middle, where no
+    panel is), and turns bad commands into reported errors instead of exceptions."""
     import imageio.v3 as iio
 
     from render.preview import PreviewApp
 
-    shot = tmp_path / "empty.png"
-    with PreviewApp(None, headless=True, size=(320, 200)) as app:
-        app.run(script=["view nonsense", "level 9", "strain_range -1", f"screenshot {shot}", "sync", "quit"],
-                max_seconds=60)
-        img = iio.imread(shot)
-        assert img.shape == (200, 320, 3)
+    view, window = tmp_path / "view.png", tmp_path / "window.png"
+    with PreviewApp(SCENE, level=0, headless=True, size=(640, 400)) as app:
+        app.run(script=["step 1", "wait_frames 1", "camera front", f"screenshot {view} --no-ui", f"screenshot {window}",
+                        "view nonsense", "strain_range -1", "quit"], max_seconds=120)
+        a, b = iio.imread(view), iio.imread(window)
+        assert a.shape == b.shape == (400, 640, 3)
+        assert (~_background(a)).mean() > 0.2, "the garment and the body fill the front view"
+        mid = (slice(260, 395), slice(285, 345))          # between and below the panels (at 640 x 400)
+        assert np.array_equal(a[mid], b[mid])
+        assert np.array_equal(a, app.read_image()), "read_image gives what the screenshot saved"
         text = " | ".join(app.errors)
         assert "unknown view 'nonsense'" in text and "strain_range must be > 0" in text
-        assert "no scene is loaded" in text   # the worker's answer to `level 9` without a scene
+    with PreviewApp(None, headless=True, size=(320, 200)) as app:
+        app.run(script=["level 1", "sync", "quit"], max_seconds=60)
+        assert any("no scene is loaded" in m for m in app.errors), app.errors   # the worker's answer
 
 
 # ---------------------------------------------------------------------------------------------- window

@@ -622,18 +622,26 @@ class PreviewApp:
                     self.renderer.programs.get("preview_blit.vert", "preview_blit.frag"), []))
             lfbo, tex, vao = self._lowres
             settings = RenderSettings(width=lw, height=lh, **QUALITY[self.quality])
-            self.renderer.render(items, cam, settings, framebuffer=lfbo, overlay=overlay if overlay_on else None)
-            with self.ctx:
-                fbo.use()
-                self.ctx.viewport = (0, 0, w, h)
-                self.ctx.disable(self.ctx.DEPTH_TEST | self.ctx.BLEND)
-                tex.use(0)
-                vao.program["u_image"].value = 0
-                vao.render(self.ctx.TRIANGLES, vertices=3)
+            self._render(items, cam, settings, framebuffer=lfbo, overlay=overlay if overlay_on else None)
+            fbo.use()
+            self.ctx.viewport = (0, 0, w, h)
+            self.ctx.disable(self.ctx.DEPTH_TEST | self.ctx.BLEND)
+            tex.use(0)
+            vao.program["u_image"].value = 0
+            vao.render(self.ctx.TRIANGLES, vertices=3)
         else:
             settings = RenderSettings(width=w, height=h, **QUALITY[self.quality])
-            self.renderer.render(items, cam, settings, framebuffer=fbo, overlay=overlay if overlay_on else None)
+            self._render(items, cam, settings, framebuffer=fbo, overlay=overlay if overlay_on else None)
         self.scene_draws += 1
+
+    def _render(self, *args, **kwargs) -> None:
+        """Renderer.render, then this window's context made current again: the Renderer wraps each frame in
+        ``with ctx``, and on leaving it moderngl's standalone EGL context makes no context current (it restores
+        what was current before the context was created), so GL calls after it would silently do nothing."""
+        try:
+            self.renderer.render(*args, **kwargs)
+        finally:
+            self.ctx.__enter__()
 
     def draw(self, force: bool = False) -> bool:
         """One pass of the loop: simulation events, script, then (only if something changed, or ``force``)
