@@ -91,6 +91,7 @@ def run_solo(scene: Path, level: int, device: str | None, seconds: float, warmup
 def run_window(scene: Path, level: int, device: str | None, seconds: float, warmup_frames: int, *, orbit: bool,
                headless: bool, size: tuple[int, int], max_fps: float, quality: str, scale: float | None = None) -> dict:
     from render.preview import PreviewApp
+    from render.preview.app import IDLE_POLL_S
 
     with PreviewApp(scene, level=level, size=size, headless=headless, device=device, play=True, max_fps=max_fps,
                     quality=quality, continuous=orbit, interactive_scale=scale) as app:
@@ -111,15 +112,17 @@ def run_window(scene: Path, level: int, device: str | None, seconds: float, warm
                 glfw.poll_events()
             if orbit:
                 app.command("orbit 4 0")
-            if app.draw():
+            drew = app.draw()
+            if drew:
                 draw_ms.append(app.draw_ms)
             if app.frames_received != seen:
                 seen = app.frames_received
                 step_ms.append(app.step_ms)
-            if max_fps > 0:
-                rest = 1.0 / max_fps - (time.perf_counter() - lt)
-                if rest > 0:
-                    time.sleep(rest)
+            # as PreviewApp.run: an idle loop (nothing drawn) waits for the next channel check
+            period = 1.0 / max_fps if max_fps > 0 else 0.0
+            rest = (period if drew else max(period, IDLE_POLL_S)) - (time.perf_counter() - lt)
+            if rest > 0:
+                time.sleep(rest)
         t1 = time.perf_counter()
         dt = t1 - t0
         return {"mode": ("orbit" if scale is None else "orbit_full") if orbit else "window", "seconds": dt,
