@@ -50,13 +50,14 @@ def test_frame_channel_whole_frames_only():
         fr = reader.read()
         assert (fr.seq, fr.frame, fr.step_ms) == (3, 3, 6.0)
         assert np.all(fr.positions == 3) and fr.penetration is None
-        # the writer starts frame 5 in the slot frame 3 sits in (it published 4 meanwhile): refused
+        # frame 4 published (seq 4, slot 0); the writer has begun seq 6 (writing = 6), which reuses slot 0:
+        # the reader must refuse slot 0 (it may be half overwritten) rather than return a torn frame
         ch.publish(4, np.full((5, 3), 4, np.float32), np.zeros((2, 3), np.float32), None, step_ms=1.0)
         ch._header[1] = 6
-        ch._header[0] = 4
-        assert reader.read(retries=2) is None or reader.read(retries=2).seq == 4
-        ch._header[1] = 4
-        assert np.all(reader.read().positions == 4)
+        assert reader.read(retries=2) is None
+        ch._header[1] = 4                                   # the writer had not started after all: whole again
+        fr = reader.read()
+        assert fr.seq == 4 and np.all(fr.positions == 4)
         reader.close()
     finally:
         ch.close()
