@@ -154,9 +154,10 @@ class ClothsimRunner:
     name = "clothsim"
 
     def __init__(self, cs, scene: Scene, mat: BenchMaterial, device: str, substeps: int,
-                 initial_guess: str = "inertia"):
+                 initial_guess: str = "inertia", chebyshev_rho: float = 0.8):
         self.cs, self.scene, self.mat, self.device, self.substeps = cs, scene, mat, device, substeps
         self.initial_guess = initial_guess  # moving cloth: start each substep at the inertial target
+        self.chebyshev_rho = chebyshev_rho
         self.sim = None
         self.iterations = None
 
@@ -169,7 +170,7 @@ class ClothsimRunner:
         self.sim = self.cs.Simulator(sc.cloth, device=self.device, dt=FRAME_DT, substeps=self.substeps,
                                      iterations=iterations, ground=sc.ground, self_collision=sc.self_collision,
                                      contact_stiffness=self.mat.contact_ke, contact_margin=self.mat.contact_gap,
-                                     initial_guess=self.initial_guess)
+                                     initial_guess=self.initial_guess, chebyshev_rho=self.chebyshev_rho)
         self.iterations = iterations
         self.x0 = self.sim.positions().copy()
         self.v0 = np.zeros_like(self.x0)
@@ -303,6 +304,9 @@ def parse_args(argv=None):
     ap.add_argument("--initial-guess", choices=["inertia", "adaptive"], default="inertia",
                     help="clothsim Simulator(initial_guess=...): where each substep's iterations start "
                     "(default inertia: the cloth here is in motion; Newton starts there too)")
+    ap.add_argument("--chebyshev-rho", type=float, default=0.8,
+                    help="clothsim Simulator(chebyshev_rho=...): Chebyshev acceleration of the iterations "
+                    "(default 0.8; 0 = off)")
     ap.add_argument("--tile-max-vertices", type=int, default=None,
                     help="CUDA: colours up to this size get a half warp per vertex (clothsim.solver.vbd."
                     "TILE_MAX_VERTICES)")
@@ -337,7 +341,7 @@ def fmt(x, nd=1):
 def compare_case(cs, scene, mat, a, log):
     """Same-physics check, accuracy-vs-time sweep and intersections for one scene."""
     frames = a.compare_frames or (a.fold_frames if scene.kind == "fold" else 20)
-    runners = {"clothsim": ClothsimRunner(cs, scene, mat, a.device, a.substeps, a.initial_guess),
+    runners = {"clothsim": ClothsimRunner(cs, scene, mat, a.device, a.substeps, a.initial_guess, a.chebyshev_rho),
                "newton": NewtonRunner(scene, mat, a.device, a.substeps)}
     out = {"frames": frames, "ref_iterations": a.ref_iterations, "sweep": {}}
     refs = {}
@@ -431,7 +435,7 @@ def main(argv=None):
     results = {"device": str(wp.get_device(a.device)), "host": platform.node(), "warp": wp.config.version,
                "newton": newton_info if have_newton else None, "substeps": a.substeps, "iterations": a.iterations,
                "frame_dt": FRAME_DT, "material": mat.__dict__ | {"shear_modulus": mat.shear_modulus},
-               "initial_guess": a.initial_guess, "tile_max_vertices": _vbd.TILE_MAX_VERTICES,
+               "initial_guess": a.initial_guess, "chebyshev_rho": a.chebyshev_rho, "tile_max_vertices": _vbd.TILE_MAX_VERTICES,
                "block_dim": _vbd.BLOCK_DIM,
                "cases": [], "comparisons": []}
     for kind in kinds:
@@ -439,7 +443,7 @@ def main(argv=None):
             scene = Scene(cs, kind, n, a.size, mat)
             frames = a.fold_frames if kind == "fold" else a.frames
             row = {"case": kind, "N": n, "vertices": n * n, "frames": frames}
-            runners = [ClothsimRunner(cs, scene, mat, a.device, a.substeps, a.initial_guess)]
+            runners = [ClothsimRunner(cs, scene, mat, a.device, a.substeps, a.initial_guess, a.chebyshev_rho)]
             if compare:
                 runners.append(NewtonRunner(scene, mat, a.device, a.substeps))
             for r in runners:

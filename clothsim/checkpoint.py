@@ -29,7 +29,7 @@ def _fingerprint(sim) -> str:
                     ground=sim.ground, wind=sim.wind, drag=sim.drag, self_collision=sim.self_collision,
                     contact_stiffness=sim.contact_stiffness, contact_damping=sim.contact_damping,
                     air_damping=sim.air_damping, contact_margin=sim.contact_margin,
-                    initial_guess=sim.initial_guess,
+                    initial_guess=sim.initial_guess, chebyshev_rho=sim.chebyshev_rho,
                     colliders=[c.vertex_count for c in sim.solver.colliders])
     h.update(json.dumps(settings, sort_keys=True).encode())
     return h.hexdigest()

@@ -573,6 +573,24 @@ vbd_solve_elastic_kernel = _make_vbd_solve_kernel(tiled=False, pair_contacts=Fal
 
 
 @wp.kernel
+def chebyshev_kernel(
+    omega: float,
+    inv_mass: wp.array(dtype=float),
+    x: wp.array(dtype=wp.vec3),
+    prev: wp.array(dtype=wp.vec3),
+    prev2: wp.array(dtype=wp.vec3),
+):
+    """Chebyshev step after an iteration: x ← ω(x − x⁽ⁿ⁻²⁾) + x⁽ⁿ⁻²⁾; shift the history."""
+    i = wp.tid()
+    xn = x[i]
+    if inv_mass[i] > 0.0:
+        xn = omega * (xn - prev2[i]) + prev2[i]
+        x[i] = xn
+    prev2[i] = prev[i]
+    prev[i] = xn
+
+
+@wp.kernel
 def finish_substep_kernel(
     x: wp.array(dtype=wp.vec3),
     x_prev: wp.array(dtype=wp.vec3),
