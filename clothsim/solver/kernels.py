@@ -249,21 +249,28 @@ def vertex_pair_contacts(
     tv_count: wp.array(dtype=wp.int32), tv_vertex: wp.array(dtype=wp.int32), ee_count: wp.array(dtype=wp.int32),
     ee_edge: wp.array(dtype=wp.int32),
 ):
-    """Contact blocks of vertex i from pair lists (collider features, self contact), this lane's share."""
+    """Contact blocks of vertex i from pair lists (collider features, self contact), this lane's share.
+
+    The pairs are numbered in one running sequence over the vertex's triangles, edges and own list, and
+    lane l evaluates pairs l, l + lanes, ... : the lanes share the pairs, not only the 6 triangles and 6
+    edges (so a triangle with 30 pairs is not left to one lane while the others idle).
+    """
     f = wp.vec3(0.0)
     H = wp.mat33(0.0)
     xi = x[i]
     xpi = x_prev[i]
     eps_h = friction_eps * h
+    q = int(0)  # running pair number
     # over the triangles i is a corner of: collider vertices and (self) cloth vertices touching them
-    for a in range(v_tri_offsets[i] + lane, v_tri_offsets[i + 1], lanes):
+    for a in range(v_tri_offsets[i], v_tri_offsets[i + 1]):
         code = v_tri[a]
         t = code // 3
         k = code - 3 * t
         ids = tri[t]
         if collider_enabled != 0:
             # plane through the collider vertex with its outward normal, on the triangle's closest point
-            for b in range(ct_count[t]):
+            nc = ct_count[t]
+            for b in range((lane - q % lanes + lanes) % lanes, nc, lanes):
                 p = ct_vertex[t * kct + b]
                 cp = cpts[p]
                 qc, bw = closest_point_triangle(cp, x[ids[0]], x[ids[1]], x[ids[2]])
@@ -273,23 +280,27 @@ def vertex_pair_contacts(
                     fc, Hc = contact_plane(qc, q_prev, cp, cvn[p], cvel[p], r, kc, mu, h, friction_eps, kd)
                     f += wk * fc
                     H += (wk * wk) * Hc
+            q += nc
         if self_enabled != 0:
-            for b in range(tv_count[t]):
+            ns = tv_count[t]
+            for b in range((lane - q % lanes + lanes) % lanes, ns, lanes):
                 p = tv_vertex[t * kt + b]
                 fc, Hc = vt_contact_force_hessian(k + 1, x[p], x[ids[0]], x[ids[1]], x[ids[2]],
                                                   x_prev[p], x_prev[ids[0]], x_prev[ids[1]], x_prev[ids[2]],
                                                   r, kc, mu, eps_h)
                 f += fc
                 H += Hc
+            q += ns
     # over the edges i is an end of: collider edges and (self) cloth edges touching them
-    for a in range(v_edge_offsets[i] + lane, v_edge_offsets[i + 1], lanes):
+    for a in range(v_edge_offsets[i], v_edge_offsets[i + 1]):
         code = v_edge[a]
         e = code // 2
         k = code - 2 * e
         ea = edges[e]
         if collider_enabled != 0:
             # plane through the collider edge's closest point with the edge's outward normal
-            for b in range(ce_count[e]):
+            nc = ce_count[e]
+            for b in range((lane - q % lanes + lanes) % lanes, nc, lanes):
                 g = ce_edge[e * kce + b]
                 q0 = cedges[g, 0]
                 q1 = cedges[g, 1]
@@ -305,17 +316,20 @@ def vertex_pair_contacts(
                                            friction_eps, kd)
                     f += wk * fc
                     H += (wk * wk) * Hc
+            q += nc
         if self_enabled != 0:
-            for b in range(ee_count[e]):
+            ns = ee_count[e]
+            for b in range((lane - q % lanes + lanes) % lanes, ns, lanes):
                 eb = edges[ee_edge[e * ke + b]]
                 fc, Hc = ee_contact_force_hessian(k, x[ea[0]], x[ea[1]], x[eb[0]], x[eb[1]],
                                                   x_prev[ea[0]], x_prev[ea[1]], x_prev[eb[0]], x_prev[eb[1]],
                                                   r, kc, mu, eps_h)
                 f += fc
                 H += Hc
-    # i as the point of vertex-triangle pairs (self), spread over lanes
+            q += ns
+    # i as the point of vertex-triangle pairs (self)
     if self_enabled != 0:
-        for a in range(lane, vt_count[i], lanes):
+        for a in range((lane - q % lanes + lanes) % lanes, vt_count[i], lanes):
             t = vt_tri[i * kv + a]
             ids = tri[t]
             fc, Hc = vt_contact_force_hessian(0, xi, x[ids[0]], x[ids[1]], x[ids[2]],
