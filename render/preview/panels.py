@@ -140,7 +140,9 @@ def _view(app, imgui) -> None:
 def _stats(app, imgui) -> None:
     t = app.topo
     # the window draws when something changes (a new frame, input): fps is the rate of those draws
-    imgui.text(f"window  {app.fps:5.1f} fps on change, draw {app.draw_ms:.0f} ms")
+    imgui.text(f"window  {app.fps:5.1f} fps, draw {app.draw_ms:.0f} ms")
+    if imgui.is_item_hovered():
+        imgui.set_tooltip("the window draws when something changes (a new frame, input, a command)")
     sim_fps = 1e3 / app.step_ms if app.step_ms > 0 else 0.0
     imgui.text(f"sim     {app.step_ms:7.1f} ms/step ({sim_fps:.1f} frames/s)")
     state = "playing" if app.playing else "paused"
