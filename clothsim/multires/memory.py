@@ -164,7 +164,8 @@ def estimate_simulator_bytes(cloths, *, self_collision: bool, colliders=(), mode
                        + 4 * 4 * (n + 1) + e * (8 + 8) + 4 * f + p * (4 + 12) + cc * (16 + 4 + 4 + 4))
     state = 3 * 12 * n + 2 * 12 * p
     k = len(colliders)
-    scratch = 3 * 12 * n + 4 + 4 * b + (4 + 4) + (4 + 12 + 8)  # x_prev, y, normals, bad, θ, placeholders
+    # x_prev, y, normals, two Chebyshev history buffers (vec3 each), bad flag, θ per hinge, placeholder arguments
+    scratch = 5 * 12 * n + 4 + 4 * b + (4 + 4) + (4 + 12 + 8)
     if self_collision or k:
         scratch += 3 * 12 * n  # frame backup
     collision = 40 * max(1, k) * n  # contact planes
