@@ -29,7 +29,7 @@ from ..renderer import RenderSettings, Renderer
 from ..sources import FABRIC_COLOURS, _close_seams
 from .camera import VIEW_KEYS, OrbitCamera
 from .channel import FrameChannel
-from .views import View, vertex_stretch
+from .views import ClusterProxy, View, vertex_stretch
 
 log = logging.getLogger("render.preview")
 
@@ -102,6 +102,7 @@ class PreviewApp:
         self._last_3d = 0.0
         self._refine_at = None
         self._lowres = None
+        self._proxy = None
         self.draws = 0
         self.view = View.SHADED
         self.show_markers = False
@@ -300,6 +301,7 @@ class PreviewApp:
         self._last_seq = -1      # the new channel counts from 1 again
         self._display = None
         self._items = None
+        self._proxy = None
         self._dirty = True
 
     def _read_channel(self) -> None:
@@ -577,6 +579,18 @@ class PreviewApp:
         self._overlay_x = xs
         return items
 
+    def _proxy_items(self, items: list[MeshItem], body: np.ndarray) -> list[MeshItem]:
+        """``items`` with the avatar replaced by its :class:`ClusterProxy` (drawn while the camera moves)."""
+        if body is None or not len(body) or items[-1].name != "avatar":
+            return items
+        if self._proxy is None:
+            self._proxy = [ClusterProxy(body, self.topo.body_triangles), None]
+        proxy, cached = self._proxy
+        if cached is None or cached[0] is not body:
+            item = MeshItem(proxy.positions(body), proxy.triangles, items[-1].material, name="avatar_proxy")
+            self._proxy[1] = cached = (body, item)
+        return items[:-1] + [cached[1]]
+
     def _draw_scene(self, scale: float = 1.0) -> None:
         fr = self._display_frame()
         fbo = self._scene_fbo[0]
@@ -610,6 +624,7 @@ class PreviewApp:
                               show_markers=self.show_markers)
 
         if scale < 1.0:   # reduced resolution, then a bilinear upscale into the full-size image
+            items = self._proxy_items(items, fr[2])
             lw, lh = max(1, round(w * scale)), max(1, round(h * scale))
             if self._lowres is None or self._lowres[1].size != (lw, lh):
                 if self._lowres is not None:
