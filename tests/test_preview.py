@@ -37,6 +37,25 @@ def test_principal_stretches_closed_form():
     np.testing.assert_allclose(vertex_stretch(x, rest, np.array([[0, 1, 2]])), 0.1, atol=1e-6)
 
 
+def test_cluster_proxy_stays_on_the_mesh():
+    """The moving-camera avatar proxy: each proxy vertex is the mean of the vertices in one cubic cell, so it lies
+    inside that cell (within the cell diagonal, sqrt(3) * cell, of every member); it has fewer triangles, none
+    degenerate; and it follows a rigid move of the mesh exactly (a mean commutes with translation)."""
+    import trimesh
+
+    from render.preview.views import ClusterProxy
+
+    m = trimesh.creation.icosphere(subdivisions=5, radius=0.3)
+    v, t = np.asarray(m.vertices), np.asarray(m.faces)
+    p = ClusterProxy(v, t, cell=0.02)
+    x = p.positions(v)
+    assert len(p.triangles) < 0.5 * len(t)
+    assert np.all(np.linalg.norm(x[p.group] - v, axis=1) <= np.sqrt(3) * 0.02 + 1e-9)
+    tri = p.triangles
+    assert np.all((tri[:, 0] != tri[:, 1]) & (tri[:, 1] != tri[:, 2]) & (tri[:, 0] != tri[:, 2]))
+    np.testing.assert_allclose(p.positions(v + [0.1, -0.2, 0.3]), x + np.float32([0.1, -0.2, 0.3]), atol=1e-6)
+
+
 def test_frame_channel_whole_frames_only():
     """The sequence lock: a reader gets the newest whole frame; a slot being rewritten is refused."""
     from render.preview.channel import FrameChannel
