@@ -219,7 +219,7 @@ def _quasi_static(sim, steps: int, iterations: int, dt: float) -> None:
 
 
 def settle_part(device: str, scene_name: str, edge_lengths, cap: int, policy: str = "scene",
-                refine_relax=(30, 20, 0.05), slack: float = 1.0) -> dict:
+                refine_relax=(30, 20, 0.05), slack: float = 1.0, coarse_substeps: int | None = None) -> dict:
     from clothsim.colliders import Collider
     from clothsim.multires import MultiResSimulator
 
@@ -231,12 +231,14 @@ def settle_part(device: str, scene_name: str, edge_lengths, cap: int, policy: st
 
     loose = dataclasses.replace(checks, kinetic_energy=slack * checks.kinetic_energy, residual=slack * checks.residual)
     out = {"scene": scene.name, "edge_lengths_m": list(edge_lengths), "policy": policy, "coarse_slack": slack,
+           "coarse_substeps": coarse_substeps or kw["substeps"],
            "refine_relax": {"steps": refine_relax[0], "iterations": refine_relax[1], "dt": refine_relax[2]}, "thresholds": {
         "kinetic_energy": checks.kinetic_energy, "residual": checks.residual, "seam_gap": checks.seam_gap,
         "penetration": checks.penetration, "settle_frames": checks.settle_frames, "min_frames": min_frames}}
     for mode in ("fine_only", "coarse_to_fine"):
         t0 = time.perf_counter()
-        sim = MultiResSimulator(lv, level=fine if mode == "fine_only" else 0, device=device, **kw)
+        over = {i: {"substeps": coarse_substeps} for i in range(fine)} if coarse_substeps else None
+        sim = MultiResSimulator(lv, level=fine if mode == "fine_only" else 0, device=device, level_settings=over, **kw)
         sim.add_collider(Collider.mesh(body.collider_vertices, body.triangles, name="avatar"))
         setup_s = time.perf_counter() - t0
         stages, switch_s = [], 0.0
@@ -335,7 +337,8 @@ def markdown(res: dict) -> str:
                          f"{1e3 * m['largest_seam_gap_m']:.2f} | {'yes' if m['equal_quality'] else 'no'} |")
         rr = st["refine_relax"]
         lines += ["", f"Speed-up coarse-to-fine vs fine-only: {st['speedup']:.2f}× (coarser levels settled at "
-                  f"{st.get('coarse_slack', 1.0):g}× the thresholds; after each switch {rr['steps']} "
+                  f"{st.get('coarse_slack', 1.0):g}× the thresholds with {st.get('coarse_substeps', '')} substeps; after "
+                  f"each switch {rr['steps']} "
                   f"quasi-static steps of {rr['dt']:g} s, {rr['iterations']} iterations, counted in the switch time "
                   f"{st['coarse_to_fine']['switch_s']:.1f} s)", ""]
     co = res.get("correction")
@@ -370,6 +373,8 @@ def main(argv=None) -> int:
     ap.add_argument("--refine-relax", type=int, default=30,
                     help="coarse-to-fine: quasi-static steps from rest after each switch (0 = none)")
     ap.add_argument("--refine-iterations", type=int, default=20)
+    ap.add_argument("--coarse-substeps", type=int, default=None,
+                    help="coarse-to-fine: substeps per frame at the levels before the finest (default: the scene's)")
     ap.add_argument("--coarse-slack", type=float, default=1.0,
                     help="coarse-to-fine: levels before the finest count as settled at this multiple of the scene's "
                          "kinetic energy and residual thresholds (the finest always uses the scene's own)")
@@ -398,7 +403,8 @@ def main(argv=None) -> int:
     if "settle" in args.parts:
         print(f"settle: {args.scene} at {args.levels}", flush=True)
         res["settle"] = settle_part(args.device, args.scene, args.levels, args.cap, args.policy,
-                                    (args.refine_relax, args.refine_iterations, args.refine_dt), args.coarse_slack)
+                                    (args.refine_relax, args.refine_iterations, args.refine_dt), args.coarse_slack,
+                                    args.coarse_substeps)
     if "correction" in args.parts:
         print(f"correction: {args.scene} at {args.levels}", flush=True)
         res["correction"] = correction_part(args.device, args.scene, args.levels, args.cap, args.target_residual,

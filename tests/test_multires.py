@@ -378,3 +378,14 @@ def test_cuda_switches_keep_mempool_and_driver_figures_flat(device):
     sim.release()
     after = independent_figures(device)
     assert after["mempool_used"] - base["mempool_used"] < 1 << 20
+
+
+def test_level_settings_override_one_level(device):
+    lv = _levels(((5, 5), (9, 9)))
+    sim = MultiResSimulator(lv, level=0, device=device, substeps=6, level_settings={0: {"substeps": 3}})
+    assert sim.simulator.substeps == 3
+    sim.set_level(1)
+    assert sim.simulator.substeps == 6
+    sim.release()
+    with pytest.raises(cs.InputError, match="may not set model or dt"):
+        MultiResSimulator(lv, device=device, level_settings={0: {"dt": 0.01}})

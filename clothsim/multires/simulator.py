@@ -98,13 +98,15 @@ class MultiResSimulator:
         relax_substeps, relax_iterations, relax_dt: the relaxation after a switch (steps, VBD iterations per
             step (default the sim's), step length [s] (default the sim's substep)); 0 steps = no relaxation.
         project: project out of colliders and ground after a switch.
+        level_settings: {level: {Simulator setting: value}} overrides for single levels, e.g.
+            ``{0: {"substeps": 5}}`` to draft the coarsest level with fewer substeps (dt must stay the same).
         **sim_kwargs: the :class:`clothsim.Simulator` settings (dt, substeps, iterations, gravity, ground,
-            self_collision, contact_stiffness, air_damping, ...), the same at every level.
+            self_collision, contact_stiffness, air_damping, ...), the same at every level unless overridden.
     """
 
     def __init__(self, levels, *, level: int = 0, device="cpu", memory_budget: int | None = None,
                  relax_substeps: int = 8, relax_iterations: int | None = None, relax_dt: float | None = None,
-                 project: bool = True, **sim_kwargs):
+                 project: bool = True, level_settings: dict | None = None, **sim_kwargs):
         if not isinstance(levels, LevelSet):
             levels = LevelSet.from_hierarchy(levels)
         self.levels = levels
@@ -125,6 +127,13 @@ class MultiResSimulator:
         self.relax_dt = relax_dt
         self.project = bool(project)
         self._sim_kwargs = dict(sim_kwargs)
+        self._level_settings = {}
+        for k, over in (level_settings or {}).items():
+            over = dict(over)
+            if "model" in over or "dt" in over:
+                raise InputError(f"MultiResSimulator: level_settings[{k!r}] may not set model or dt (frames must "
+                                 "have the same length at every level)")
+            self._level_settings[self.levels.index(k)] = over
         self._colliders: list[_ColliderSlot] = []
         self._fabrics: dict[int, Fabric] = {}
         self._snapshots: dict[int, ModelSnapshot] = {}
@@ -296,7 +305,8 @@ class MultiResSimulator:
             snap = self._snapshots.get(i)
             hosts = [Collider(s.pose, s.triangles, name=s.name) for s in self._colliders]
             self._estimates[key] = estimate_simulator_bytes(
-                self.levels.cloths(i), self_collision=bool(self._sim_kwargs.get("self_collision", False)),
+                self.levels.cloths(i),
+                self_collision=bool({**self._sim_kwargs, **self._level_settings.get(i, {})}.get("self_collision", False)),
                 colliders=hosts, model_bytes=snap.nbytes_device if snap else None,
                 collider_capacities=caps.get("collider", (8, 4)), self_capacities=caps.get("self", (16, 16, 16)))
         return dict(self._estimates[key])
@@ -456,7 +466,7 @@ class MultiResSimulator:
         cloths = self.levels.cloths(i)
         snap = self._snapshots.get(i)
         model = snap.restore(self.device) if snap is not None else None
-        sim = Simulator(cloths, device=self.device, model=model, **self._sim_kwargs)
+        sim = Simulator(cloths, device=self.device, model=model, **{**self._sim_kwargs, **self._level_settings.get(i, {})})
         try:
             if snap is None:
                 self._snapshots[i] = ModelSnapshot(sim.model)
