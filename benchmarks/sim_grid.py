@@ -154,10 +154,12 @@ class ClothsimRunner:
     name = "clothsim"
 
     def __init__(self, cs, scene: Scene, mat: BenchMaterial, device: str, substeps: int,
-                 initial_guess: str = "inertia", chebyshev_rho: float = 0.8):
+                 initial_guess: str = "inertia", chebyshev_rho: float = 0.8,
+                 membrane_hessian: str = "neo-hookean"):
         self.cs, self.scene, self.mat, self.device, self.substeps = cs, scene, mat, device, substeps
         self.initial_guess = initial_guess  # moving cloth: start each substep at the inertial target
         self.chebyshev_rho = chebyshev_rho
+        self.membrane_hessian = membrane_hessian
         self.sim = None
         self.iterations = None
 
@@ -170,7 +172,8 @@ class ClothsimRunner:
         self.sim = self.cs.Simulator(sc.cloth, device=self.device, dt=FRAME_DT, substeps=self.substeps,
                                      iterations=iterations, ground=sc.ground, self_collision=sc.self_collision,
                                      contact_stiffness=self.mat.contact_ke, contact_margin=self.mat.contact_gap,
-                                     initial_guess=self.initial_guess, chebyshev_rho=self.chebyshev_rho)
+                                     initial_guess=self.initial_guess, chebyshev_rho=self.chebyshev_rho,
+                                     membrane_hessian=self.membrane_hessian)
         self.iterations = iterations
         self.x0 = self.sim.positions().copy()
         self.v0 = np.zeros_like(self.x0)
@@ -307,6 +310,8 @@ def parse_args(argv=None):
     ap.add_argument("--chebyshev-rho", type=float, default=0.8,
                     help="clothsim Simulator(chebyshev_rho=...): Chebyshev acceleration of the iterations "
                     "(default 0.8; 0 = off)")
+    ap.add_argument("--membrane-hessian", choices=["neo-hookean", "stvk"], default="neo-hookean",
+                    help="clothsim Simulator(membrane_hessian=...) (default neo-hookean: the cloth here swings)")
     ap.add_argument("--tile-max-vertices", type=int, default=None,
                     help="CUDA: colours up to this size get a half warp per vertex (clothsim.solver.vbd."
                     "TILE_MAX_VERTICES)")
@@ -341,7 +346,7 @@ def fmt(x, nd=1):
 def compare_case(cs, scene, mat, a, log):
     """Same-physics check, accuracy-vs-time sweep and intersections for one scene."""
     frames = a.compare_frames or (a.fold_frames if scene.kind == "fold" else 20)
-    runners = {"clothsim": ClothsimRunner(cs, scene, mat, a.device, a.substeps, a.initial_guess, a.chebyshev_rho),
+    runners = {"clothsim": ClothsimRunner(cs, scene, mat, a.device, a.substeps, a.initial_guess, a.chebyshev_rho, a.membrane_hessian),
                "newton": NewtonRunner(scene, mat, a.device, a.substeps)}
     out = {"frames": frames, "ref_iterations": a.ref_iterations, "sweep": {}}
     refs = {}
@@ -435,7 +440,8 @@ def main(argv=None):
     results = {"device": str(wp.get_device(a.device)), "host": platform.node(), "warp": wp.config.version,
                "newton": newton_info if have_newton else None, "substeps": a.substeps, "iterations": a.iterations,
                "frame_dt": FRAME_DT, "material": mat.__dict__ | {"shear_modulus": mat.shear_modulus},
-               "initial_guess": a.initial_guess, "chebyshev_rho": a.chebyshev_rho, "tile_max_vertices": _vbd.TILE_MAX_VERTICES,
+               "initial_guess": a.initial_guess, "chebyshev_rho": a.chebyshev_rho,
+               "membrane_hessian": a.membrane_hessian, "tile_max_vertices": _vbd.TILE_MAX_VERTICES,
                "block_dim": _vbd.BLOCK_DIM,
                "cases": [], "comparisons": []}
     for kind in kinds:
@@ -443,7 +449,7 @@ def main(argv=None):
             scene = Scene(cs, kind, n, a.size, mat)
             frames = a.fold_frames if kind == "fold" else a.frames
             row = {"case": kind, "N": n, "vertices": n * n, "frames": frames}
-            runners = [ClothsimRunner(cs, scene, mat, a.device, a.substeps, a.initial_guess, a.chebyshev_rho)]
+            runners = [ClothsimRunner(cs, scene, mat, a.device, a.substeps, a.initial_guess, a.chebyshev_rho, a.membrane_hessian)]
             if compare:
                 runners.append(NewtonRunner(scene, mat, a.device, a.substeps))
             for r in runners:

@@ -30,6 +30,7 @@ def _fingerprint(sim) -> str:
                     contact_stiffness=sim.contact_stiffness, contact_damping=sim.contact_damping,
                     air_damping=sim.air_damping, contact_margin=sim.contact_margin,
                     initial_guess=sim.initial_guess, chebyshev_rho=sim.chebyshev_rho,
+                    membrane_hessian=sim.membrane_hessian,
                     colliders=[c.vertex_count for c in sim.solver.colliders])
     h.update(json.dumps(settings, sort_keys=True).encode())
     return h.hexdigest()

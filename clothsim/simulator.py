@@ -46,8 +46,13 @@ class Simulator:
             cloth in motion; benchmarks/sim_grid.py uses it). The converged solution is the same.
         chebyshev_rho: Chebyshev semi-iterative acceleration of the iterations (Wang 2015, as in VBD's
             sec. 3.7) with spectral radius estimate ρ; 0 = off (the default). On the swinging 32×32 sheet of
-            benchmarks/sim_grid.py ρ = 0.8 halved the iterations for a given error (16 iterations: 4.3e-4 m
-            against 9.6e-4 m); ρ = 0.9 diverged at 2 iterations. The converged solution is the same.
+            benchmarks/sim_grid.py (neo-hookean block, damping 2 ms) ρ = 0.8 cut the error after 16
+            iterations from 7.4e-3 m to 5.1e-3 m (ρ = 0.85: 4.4e-3 m). The converged solution is the same.
+        membrane_hessian: the membrane's 3×3 block in each vertex's Newton step: "stvk" (its own Gauss–Newton
+            block, the default: right for bending-dominated settling such as drapes and the cantilever) or
+            "neo-hookean" (a stable Neo-Hookean tangent with the same small-strain stiffness: converges
+            about 4× faster per iteration on swinging, membrane-dominated cloth; benchmarks/sim_grid.py
+            uses it). Forces, and so converged results, are StVK's either way (clothsim/solver/elastic.py).
         model: a :class:`ClothModel` of exactly these cloths already built on ``device`` (e.g. restored
             from a host snapshot by :mod:`clothsim.multires`); the simulator takes ownership of it and frees
             it in :meth:`release`. Default: built here from ``cloths``.
@@ -58,7 +63,8 @@ class Simulator:
                  air_damping: float = 0.0,
                  self_collision: bool = False, contact_stiffness: float = 1.0e4, contact_damping: float = 0.0,
                  contact_margin: float = 0.01,
-                 friction_eps: float = 1.0e-2, initial_guess: str = "adaptive", chebyshev_rho: float = 0.0, model: ClothModel | None = None):
+                 friction_eps: float = 1.0e-2, initial_guess: str = "adaptive", chebyshev_rho: float = 0.0,
+                 membrane_hessian: str = "stvk", model: ClothModel | None = None):
         if isinstance(cloths, Cloth):
             cloths = [cloths]
         cloths = list(cloths)
@@ -105,6 +111,9 @@ class Simulator:
         if not (math.isfinite(chebyshev_rho) and 0.0 <= chebyshev_rho < 1.0):
             raise InputError(f"Simulator: chebyshev_rho must be in [0, 1), got {chebyshev_rho!r}")
         self.chebyshev_rho = float(chebyshev_rho)
+        if membrane_hessian not in ("stvk", "neo-hookean"):
+            raise InputError(f"Simulator: membrane_hessian must be 'stvk' or 'neo-hookean', got {membrane_hessian!r}")
+        self.membrane_hessian = membrane_hessian
         self.frame = 0
         self._released = False
         self._views = []

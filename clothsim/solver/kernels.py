@@ -207,7 +207,7 @@ def vertex_elastic(
     tri_cloth: wp.array(dtype=wp.int32), v_tri_offsets: wp.array(dtype=wp.int32), v_tri: wp.array(dtype=wp.int32),
     bend: wp.array(dtype=wp.vec4i), bend_k: wp.array(dtype=float), bend_rest: wp.array(dtype=float),
     v_bend_offsets: wp.array(dtype=wp.int32), v_bend: wp.array(dtype=wp.int32),
-    mat_coef: wp.array(dtype=wp.vec4), mat_damping: wp.array(dtype=float), inv_h: float,
+    mat_coef: wp.array(dtype=wp.vec4), mat_damping: wp.array(dtype=float), inv_h: float, nh_block: int,
 ):
     """Membrane and bending blocks of vertex i over this lane's share of its triangles and hinges."""
     f = wp.vec3(0.0)
@@ -219,7 +219,8 @@ def vertex_elastic(
         ids = tri[t]
         c = tri_cloth[t]
         fe, He = membrane_force_hessian(x[ids[0]], x[ids[1]], x[ids[2]], x_prev[ids[0]], x_prev[ids[1]], x_prev[ids[2]],
-                                        tri_dm_inv[t], tri_area[t], k, mat_coef[c], mat_damping[c] * inv_h)
+                                        tri_dm_inv[t], tri_area[t], k, mat_coef[c], mat_damping[c] * inv_h,
+                                        nh_block)
         f += fe
         H += He
     for a in range(v_bend_offsets[i] + lane, v_bend_offsets[i + 1], lanes):
@@ -498,6 +499,7 @@ def _make_vbd_solve_kernel(tiled: bool, pair_contacts: bool = True):
         contact_stiffness: float,
         contact_damping: float,
         friction_eps: float,
+        nh_block: int,
         # collider contact planes (N * slots)
         c_point: wp.array(dtype=wp.vec3),
         c_normal: wp.array(dtype=wp.vec3),
@@ -555,7 +557,7 @@ def _make_vbd_solve_kernel(tiled: bool, pair_contacts: bool = True):
         if valid:
             fe, He = vertex_elastic(i, lane, lanes, x, x_prev, theta_prev, vertex_cloth, tri, tri_dm_inv, tri_area,
                                     tri_cloth, v_tri_offsets, v_tri, bend, bend_k, bend_rest, v_bend_offsets, v_bend,
-                                    mat_coef, mat_damping, inv_h)
+                                    mat_coef, mat_damping, inv_h, nh_block)
             if wp.static(pair_contacts):
                 fc, Hc = vertex_pair_contacts(i, lane, lanes, x, x_prev, tri, v_tri_offsets, v_tri, edges,
                                               v_edge_offsets, v_edge, r, contact_stiffness, mu, h, friction_eps, kd,

@@ -206,7 +206,7 @@ class SolverVBD:
             m.spring, m.spring_k, m.v_spring_offsets, m.v_spring,
             m.mat_coef, m.mat_damping, m.mat_friction, m.mat_thickness,
             h, s.drag, wp.vec3(*s.wind), int(s.ground is not None), float(s.ground or 0.0),
-            s.contact_stiffness, s.contact_damping, s.friction_eps,
+            s.contact_stiffness, s.contact_damping, s.friction_eps, int(s.membrane_hessian == "neo-hookean"),
             self.c_point, self.c_normal, self.c_vel, self.c_active, slots,
             m.edges, m.v_edge_offsets, m.v_edge,
             *(self.collider_contacts.kernel_args() if self.collider_contacts is not None else self._collider_off_args),
