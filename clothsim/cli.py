@@ -476,20 +476,5 @@ def avatar_export(out: Path, makehuman: bool, cache: Path | None, **sizes) -> No
     click.echo(f"wrote {out} and {npz} ({a.vertex_count} vertices, height {a.height():.3f} m)")
 
 
-# ---------------------------------------------------------------------------------- preview
-
-
-@main.command(short_help="Open a scene in the preview window (render.preview).", add_help_option=False,
-              context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
-@click.pass_context
-def preview(ctx: click.Context) -> None:
-    """The preview window; every option is render.preview's (`clothsim preview --help`)."""
-    from render.preview.cli import main as preview_main   # render imports clothsim, never at import time here
-
-    code = preview_main(list(ctx.args))
-    if code:
-        raise SystemExit(code)
-
-
 if __name__ == "__main__":
     main()
