@@ -14,7 +14,6 @@ the state in :attr:`PreviewApp.records`).
 from __future__ import annotations
 
 import logging
-import shlex
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,19 +28,14 @@ from ..renderer import RenderSettings, Renderer
 from ..sources import FABRIC_COLOURS, _close_seams
 from .camera import VIEW_KEYS, OrbitCamera
 from .channel import FrameChannel
+from .commands import QUALITY, Commands, load_script  # noqa: F401  (load_script: re-exported)
+from .input import WindowInput
 from .views import ClusterProxy, View, vertex_stretch
 
 log = logging.getLogger("render.preview")
 
 HISTORY_BYTES = 512 << 20          # frames kept for scrubbing, per resolution level
-WAIT_TIMEOUT_S = 300.0             # a script wait that takes longer is an error
-QUALITY = {
-    # llvmpipe draws a 1280x720 frame in ~40 ms without MSAA and shadows, ~300 ms with them
-    "fast": dict(samples=1, shadows=False),
-    "high": dict(samples=4, shadows=True, shadow_map_size=2048, contact_map_size=512),
-}
 IDLE_POLL_S = 1.0 / 30.0          # an idle window checks the simulation channel this often
-SPEEDS = (0.0, 0.125, 0.25, 0.5, 1.0, 2.0)   # 0 = as fast as the simulation goes
 
 
 @dataclass
@@ -61,7 +55,7 @@ class Topology:
     history: list = field(default_factory=list)   # [(frame, positions (N, 3) float32, body or None)]
 
 
-class PreviewApp:
+class PreviewApp(Commands, WindowInput):
     """The preview window.
 
     Args:
@@ -333,188 +327,6 @@ class PreviewApp:
         if self.scrub is None:
             self._dirty = True
 
-    # ================================================================== commands
-    def command(self, text) -> object:
-        """Run one command (a string like ``"level 1"`` or a tuple). Returns its result (usually None).
-
-        Bad commands are reported (errors panel and log) and return None; they never raise.
-        """
-        parts = shlex.split(text) if isinstance(text, str) else [str(p) for p in text]
-        if not parts:
-            return None
-        name, args = parts[0].lower(), parts[1:]
-        try:
-            return self._command(name, args)
-        except cs.ClothsimError as e:
-            self._error(f"{name}: {e}")
-        except (ValueError, IndexError, TypeError) as e:
-            self._error(f"{name} {' '.join(args)}: {e}")
-        return None
-
-    def _command(self, name: str, args: list[str]):
-        sim = self.sim
-        if name in ("play", "pause", "reset"):
-            if name == "play":
-                self.scrub = None
-            sim.send(name)
-            self.playing = name == "play"
-        elif name == "toggle":
-            return self._command("pause" if self.playing else "play", [])
-        elif name == "step":
-            self.scrub = None
-            sim.send("step", int(args[0]) if args else 1)
-        elif name == "speed":
-            sim.send("speed", float(args[0]))
-        elif name == "faster" or name == "slower":
-            i = min(range(len(SPEEDS)), key=lambda k: abs(SPEEDS[k] - self.speed))
-            i = (i + 1) % len(SPEEDS) if name == "faster" else (i - 1) % len(SPEEDS)
-            sim.send("speed", SPEEDS[i])
-        elif name == "level":
-            k = self._level_arg(args[0])
-            sim.send("level", k)
-            if self.view is View.PENETRATION:
-                sim.send("penetration", True)
-        elif name == "fabric":
-            sim.send("fabric", args[0], *(args[1:2]))
-        elif name == "fabric_param":
-            sim.send("fabric_param", args[0], float(args[1]), *(args[2:3]))
-        elif name == "load":
-            path = args[0] if args else self.load_field
-            if not Path(path).is_file():
-                raise cs.InputError(f"scene file not found: {path}")
-            if not sim.alive:   # the worker died (reported): a new one loads the scene
-                sim.close()
-                self._dead_reported = False
-                self.sim = self._start_sim(str(Path(path).resolve()), None, self._device, False)
-            else:
-                sim.send("load", str(Path(path).resolve()))
-        elif name == "view":
-            v = View.parse(args[0])
-            if (v is View.PENETRATION) != (self.view is View.PENETRATION):
-                sim.send("penetration", v is View.PENETRATION)
-            self.view = v
-            self._dirty = True
-        elif name == "next_view":
-            views = list(View)
-            return self._command("view", [views[(views.index(self.view) + 1) % len(views)].value])
-        elif name == "markers":
-            self.show_markers = _onoff(args, self.show_markers)
-            self._dirty = True
-        elif name == "quality":
-            q = args[0] if args else ("high" if self.quality == "fast" else "fast")
-            if q not in QUALITY:
-                raise cs.InputError(f"quality must be one of {', '.join(QUALITY)}, got {q!r}")
-            self.quality = q
-            self._dirty = True
-        elif name == "strain_range":
-            v = float(args[0])
-            if not v > 0:
-                raise cs.InputError(f"strain_range must be > 0 (a stretch, 0.1 = 10 %), got {args[0]}")
-            self.strain_max = v
-            self._dirty = True
-        elif name == "camera":
-            self._standard_view(args[0])
-        elif name == "frame_garment":
-            self._frame_garment()
-        elif name == "orbit":
-            self.orbit.orbit(float(args[0]), float(args[1]))
-            self._dirty = True
-        elif name == "zoom":
-            self.orbit.zoom(float(args[0]))
-            self._dirty = True
-        elif name == "scrub":
-            self._scrub_to(int(args[0]))
-        elif name == "scrub_by":
-            n = len(self.topo.history) if self.topo else 0
-            cur = self.scrub if self.scrub is not None else n - 1
-            self._scrub_to(cur + int(args[0]))
-        elif name == "live":
-            self.scrub = None
-            self._dirty = True
-        elif name == "screenshot":
-            return self.screenshot(args[0] if args else None, ui="--no-ui" not in args)
-        elif name == "help":
-            self.show_help = _onoff(args, self.show_help)
-        elif name == "quit":
-            self._want_close = True
-        elif name in ("wait", "wait_frames", "wait_level", "sync", "record"):
-            return self._script_command(name, args)
-        else:
-            raise cs.InputError(f"unknown command {name!r}; see the help panel (H) for the list")
-        return None
-
-    def _level_arg(self, a: str) -> int:
-        cur = self.topo.info["level"] if self.topo else 0
-        if a in ("+", "finer"):
-            return cur + 1
-        if a in ("-", "coarser"):
-            return cur - 1
-        return int(a)
-
-    def _scrub_to(self, k: int) -> None:
-        if self.topo is None or not self.topo.history:
-            return
-        if self.playing:
-            self.sim.send("pause")
-            self.playing = False
-        self.scrub = int(np.clip(k, 0, len(self.topo.history) - 1))
-        self._dirty = True
-
-    # ------------------------------------------------------------------ script
-    def _script_command(self, name: str, args: list[str]):
-        now = time.perf_counter()
-        if name == "wait":
-            self._wait = ("time", now + float(args[0]), now)
-        elif name == "wait_frames":
-            self._wait = ("frames", self.frames_received + int(args[0]), now)
-        elif name == "wait_level":
-            self._wait = ("level", int(args[0]), now)
-        elif name == "sync":
-            self._wait = ("sync", self.sim.sent, now)
-        elif name == "record":
-            self.records[args[0]] = self.state()
-            return self.records[args[0]]
-        return None
-
-    def _wait_done(self) -> bool:
-        if self._wait is None:
-            return True
-        kind, value, t0 = self._wait
-        now = time.perf_counter()
-        if kind == "time":
-            done = now >= value
-        elif kind == "shot":
-            done = value not in self._pending_shots
-        elif kind == "frames":
-            done = self.frames_received >= value
-        elif kind == "level":
-            done = self.topo is not None and self.topo.info["level"] == value and bool(self.topo.history)
-        else:   # sync: every command sent so far handled, and the channel read after that
-            done = self.handled >= value
-            if done and self.topo is not None:
-                self._read_channel()
-        if not done and kind != "time" and now - t0 > WAIT_TIMEOUT_S:
-            self._error(f"script: {kind} {value} timed out after {WAIT_TIMEOUT_S:.0f} s")
-            done = True
-        if not done and not self.sim.alive:
-            self._error(f"script: {kind} {value} cannot finish: the simulation process ended")
-            done = True
-        if done:
-            self._wait = None
-        return done
-
-    def state(self) -> dict:
-        """A snapshot of what the window shows (what ``record`` keeps)."""
-        t = self.topo
-        frame = None
-        if t is not None and t.history:
-            frame = t.history[self.scrub if self.scrub is not None else -1][0]
-        return {"displayed_frame": frame, "sim_frame": self.sim_frame, "frames_received": self.frames_received,
-                "playing": self.playing, "level": t.info["level"] if t else None, "view": self.view.value,
-                "vertices": int(t.info["n"]) if t else 0, "history": len(t.history) if t else 0,
-                "fps": self.fps, "step_ms": self.step_ms, "errors": list(self.errors), "time": time.perf_counter(),
-                "scene": self.scene_path}
-
     # ================================================================== camera
     def _bounds(self):
         t = self.topo
@@ -769,62 +581,6 @@ class PreviewApp:
             return np.frombuffer(fbo.read(viewport=(0, 0, w, h), components=3, alignment=1),
                                  np.uint8).reshape(h, w, 3)[::-1].copy()
 
-    # ================================================================== input (window)
-    def _install_callbacks(self) -> None:
-        import glfw
-
-        glfw.set_key_callback(self.window, self._on_key)
-        glfw.set_char_callback(self.window, self._on_char)
-        glfw.set_mouse_button_callback(self.window, self._on_mouse_button)
-        glfw.set_cursor_pos_callback(self.window, self._on_cursor)
-        glfw.set_scroll_callback(self.window, self._on_scroll)
-        glfw.set_window_size_callback(self.window, lambda *_: setattr(self, "_dirty", True))
-        glfw.set_window_refresh_callback(self.window, lambda *_: setattr(self, "_ui_frames", 2))
-
-    def _on_key(self, window, key, scancode, action, mods) -> None:
-        from .keys import handle_key
-
-        handle_key(self, key, action, mods)
-
-    def _on_char(self, window, codepoint) -> None:
-        self.imgui.get_io().add_input_character(codepoint)
-        self._ui_frames = 3
-
-    def _on_mouse_button(self, window, button, action, mods) -> None:
-        import glfw
-
-        io = self.imgui.get_io()
-        self._ui_frames = 3
-        if 0 <= button < 5:
-            io.add_mouse_button_event(button, action == glfw.PRESS)
-        if action == glfw.PRESS and not io.want_capture_mouse:
-            x, y = glfw.get_cursor_pos(window)
-            pan = button in (glfw.MOUSE_BUTTON_RIGHT, glfw.MOUSE_BUTTON_MIDDLE) or bool(mods & glfw.MOD_SHIFT)
-            self._mouse = ("pan" if pan else "orbit", x, y)
-        elif action == glfw.RELEASE:
-            self._mouse = None
-
-    def _on_cursor(self, window, x, y) -> None:
-        self.imgui.get_io().add_mouse_pos_event(x, y)
-        self._ui_frames = 3
-        if self._mouse is None:
-            return
-        mode, x0, y0 = self._mouse
-        if mode == "orbit":
-            self.orbit.orbit(x - x0, y - y0)
-        else:
-            self.orbit.pan(x - x0, y - y0, self.fb_size)
-        self._mouse = (mode, x, y)
-        self._dirty = True
-
-    def _on_scroll(self, window, dx, dy) -> None:
-        io = self.imgui.get_io()
-        self._ui_frames = 3
-        io.add_mouse_wheel_event(dx, dy)
-        if not io.want_capture_mouse:
-            self.orbit.zoom(dy)
-            self._dirty = True
-
     # ================================================================== loop
     def run(self, script=None, max_seconds: float | None = None) -> int:
         """Draw until the window closes, ``quit`` or ``max_seconds``; ``script``: commands (list or file).
@@ -850,6 +606,9 @@ class PreviewApp:
                     self._ui_frames = 0
                     drew = False
                 if t_end is not None and time.perf_counter() > t_end:
+                    if self._script:
+                        self._error(f"the script did not finish within {max_seconds:g} s "
+                                    f"({len(self._script)} commands left, next: {self._script[0]!r})")
                     break
                 # sleep until input arrives or the next check of the simulation channel is due
                 rest = (period if drew else max(period, IDLE_POLL_S)) - (time.perf_counter() - t0)
@@ -917,33 +676,3 @@ class PreviewApp:
         w, h = self.fb_size
         extra = 4 * w * h * (2 if self.headless else 1)
         return int(self.renderer.gl_nbytes()["total"] + self.overlay.nbytes() + self.gui.nbytes() + extra)
-
-
-def _onoff(args, current: bool) -> bool:
-    if not args:
-        return not current
-    a = args[0].lower()
-    if a in ("on", "1", "true", "yes"):
-        return True
-    if a in ("off", "0", "false", "no"):
-        return False
-    raise cs.InputError(f"expected on or off, got {args[0]!r}")
-
-
-def load_script(script) -> list[str]:
-    """Commands from a list, or from a file (one per line; ``#`` starts a comment)."""
-    if isinstance(script, (str, Path)) and not isinstance(script, list):
-        path = Path(script)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as e:
-            raise cs.InputError(f"cannot read script {path}: {e.strerror or e}") from None
-        lines = text.splitlines()
-    else:
-        lines = list(script)
-    out = []
-    for line in lines:
-        line = line.strip()
-        if line and not line.startswith("#"):
-            out.append(line)
-    return out

@@ -58,7 +58,7 @@ def _simulation(app, imgui) -> None:
     if imgui.button("Reset"):
         app.command("reset")
     speeds = ["max", "1/8x", "1/4x", "1/2x", "1x", "2x"]
-    from .app import SPEEDS
+    from .commands import SPEEDS
 
     cur = min(range(len(SPEEDS)), key=lambda k: abs(SPEEDS[k] - app.speed))
     changed, k = imgui.combo("speed", cur, speeds)
