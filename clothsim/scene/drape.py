@@ -50,6 +50,31 @@ class FrameStats:
     seconds: float  # wall time of the step
 
 
+class FrameMeter:
+    """Measures a drape frame by frame (the module docstring has the definitions): kinetic energy per
+    kilogram, the residual RMS |Δv|/(g Δt) over free vertices (Δv against the previous frame's velocities,
+    :attr:`v_prev`), and the largest seam gap. ``seams``: one (S, 2) array of vertex pairs per garment,
+    in simulator indices."""
+
+    def __init__(self, model, seams: list, v) -> None:
+        self.mass = model.host_mass.astype(np.float64)
+        self.free = ~model.host_pinned
+        self.seams = seams
+        self.v_prev = np.asarray(v, dtype=np.float64)
+
+    def measure(self, frame: int, x, v, dt: float, seconds: float) -> FrameStats:
+        x = np.asarray(x, dtype=np.float64)
+        v = np.asarray(v, dtype=np.float64)
+        m = self.mass
+        ke = float(0.5 * np.sum(m * np.einsum("ij,ij->i", v, v)) / max(float(m.sum()), 1e-30))
+        dv = np.linalg.norm(v - self.v_prev, axis=1)[self.free]
+        residual = float(np.sqrt(np.mean((dv / (G * dt)) ** 2))) if dv.size else 0.0
+        self.v_prev = v
+        gap = max((float(np.linalg.norm(x[s[:, 0]] - x[s[:, 1]], axis=1).max()) for s in self.seams if len(s)),
+                  default=0.0)
+        return FrameStats(frame=frame, kinetic_energy=ke, residual=residual, seam_gap=gap, seconds=seconds)
+
+
 @dataclass
 class GarmentReport:
     name: str
@@ -173,11 +198,8 @@ class Drape:
             self.collider = Collider.mesh(self.body.collider_vertices, self.body.triangles, name="avatar")
             self.collider_handle = self.sim.add_collider(self.collider)
             self.offsets = self.sim.cloth_offsets
-            mass = self.sim.model.host_mass.astype(np.float64)
-            self._mass = mass
-            self._free = ~self.sim.model.host_pinned
-            self._seams = [g.cloth.seams + self.offsets[i] for i, g in enumerate(self.garments)]
-            self._v_prev = self.sim.velocities().astype(np.float64)
+            self.meter = FrameMeter(self.sim.model, [g.cloth.seams + self.offsets[i] for i, g in enumerate(self.garments)],
+                                    self.sim.velocities())
         except BaseException:
             self.sim.release()
             raise
@@ -206,16 +228,7 @@ class Drape:
         t = time.perf_counter()
         self.sim.step()
         seconds = time.perf_counter() - t
-        x = self.sim.positions().astype(np.float64)
-        v = self.sim.velocities().astype(np.float64)
-        m, free = self._mass, self._free
-        ke = float(0.5 * np.sum(m * np.einsum("ij,ij->i", v, v)) / max(float(m.sum()), 1e-30))
-        dv = np.linalg.norm(v - self._v_prev, axis=1)[free]
-        residual = float(np.sqrt(np.mean((dv / (G * self.sim.dt)) ** 2))) if dv.size else 0.0
-        self._v_prev = v
-        gap = max((float(np.linalg.norm(x[s[:, 0]] - x[s[:, 1]], axis=1).max()) for s in self._seams if len(s)),
-                  default=0.0)
-        st = FrameStats(frame=self.sim.frame, kinetic_energy=ke, residual=residual, seam_gap=gap, seconds=seconds)
+        st = self.meter.measure(self.sim.frame, self.sim.positions(), self.sim.velocities(), self.sim.dt, seconds)
         self.history.append(st)
         return st
 
@@ -277,7 +290,7 @@ class Drape:
                 seam_pairs=len(s),
                 body_intersections=count_mesh_intersections(xi, tri, body_v, body_t, device="cpu"),
                 self_intersections=count_self_intersections(xw, tw, device="cpu")))
-        all_seams = np.concatenate(self._seams) if self._seams else np.zeros((0, 2), np.int64)
+        all_seams = np.concatenate(self.meter.seams) if self.meter.seams else np.zeros((0, 2), np.int64)
         xw, tw = weld_seams(x, self.sim.triangles, all_seams)
         cloth_int = count_self_intersections(xw, tw, device="cpu")
         h = self.history

@@ -18,8 +18,6 @@ import time
 
 import numpy as np
 
-G = 9.81
-
 
 class LevelledScene:
     """Duck-types the parts of :class:`clothsim.scene.Drape` the worker uses, plus :meth:`set_level`.
@@ -97,12 +95,11 @@ class LevelledScene:
         return rep
 
     def _after_level_change(self) -> None:
-        model = self.sim.simulator.model
-        self._mass = model.host_mass.astype(np.float64)
-        self._free = ~model.host_pinned
+        from clothsim.scene.drape import FrameMeter
+
         off = self.offsets
-        self._seams = [g.cloth.seams + off[i] for i, g in enumerate(self.garments)]
-        self._v_prev = self.sim.velocities().astype(np.float64)
+        self.meter = FrameMeter(self.sim.simulator.model, [g.cloth.seams + off[i] for i, g in enumerate(self.garments)],
+                                self.sim.velocities())
 
     # ------------------------------------------------------------------ stepping
     @property
@@ -114,24 +111,13 @@ class LevelledScene:
 
     def step(self):
         """One frame (the avatar follows the pose schedule); returns a :class:`clothsim.scene.drape.FrameStats`."""
-        from clothsim.scene.drape import FrameStats
-
         target = self._pose_schedule(self.sim.frame + 1) if self._pose_schedule else None
         if target is not None:
             self.sim.set_collider_vertices(self.collider_handle, target)
         t = time.perf_counter()
         self.sim.step()
         seconds = time.perf_counter() - t
-        x = self.sim.positions().astype(np.float64)
-        v = self.sim.velocities().astype(np.float64)
-        m, free = self._mass, self._free
-        ke = float(0.5 * np.sum(m * np.einsum("ij,ij->i", v, v)) / max(float(m.sum()), 1e-30))
-        dv = np.linalg.norm(v - self._v_prev, axis=1)[free]
-        residual = float(np.sqrt(np.mean((dv / (G * self.sim.dt)) ** 2))) if dv.size else 0.0
-        self._v_prev = v
-        gap = max((float(np.linalg.norm(x[s[:, 0]] - x[s[:, 1]], axis=1).max()) for s in self._seams if len(s)),
-                  default=0.0)
-        return FrameStats(frame=self.sim.frame, kinetic_energy=ke, residual=residual, seam_gap=gap, seconds=seconds)
+        return self.meter.measure(self.sim.frame, self.sim.positions(), self.sim.velocities(), self.sim.dt, seconds)
 
     def release(self) -> None:
         self.sim.release()

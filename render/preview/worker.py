@@ -284,7 +284,7 @@ class SimWorker:
         try:
             new.sim.set_positions(x)
             new.sim.set_velocities(v)
-            new._v_prev = v.astype(np.float64)
+            new.meter.v_prev = v.astype(np.float64)
             if hasattr(new.sim, "_frame"):   # MultiResSimulator keeps the frame count itself
                 new.sim._frame = sim_frame
             else:
