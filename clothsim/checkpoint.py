@@ -51,6 +51,8 @@ def save_checkpoint(sim, path) -> None:
         "pin_end": sim.state.pin_end.numpy(),
         "fabrics": np.array(json.dumps([f.__dict__ for f in sim.model.fabrics])),
     }
+    if sim.solver.ext_acc is not None:
+        arrays["ext_acc"] = sim.solver.ext_acc.numpy()
     for k, c in enumerate(sim.solver.colliders):
         arrays[f"collider{k}_start"] = c.start.numpy()
         arrays[f"collider{k}_end"] = c.end.numpy()
@@ -87,6 +89,7 @@ def load_checkpoint(sim, path) -> None:
         sim.state.v_last.assign(data["v_last"])
         sim.state.pin_start.assign(data["pin_start"])
         sim.state.pin_end.assign(data["pin_end"])
+        sim.solver.set_external_accelerations(data["ext_acc"] if "ext_acc" in data else None)
         for k, c in enumerate(sim.solver.colliders):
             c.start.assign(data[f"collider{k}_start"])
             c.end.assign(data[f"collider{k}_end"])

@@ -194,6 +194,25 @@ class Simulator:
         t = _as_float_array(targets, "pin targets", (len(self.model.host_pin_indices), 3), where="set_pin_targets")
         self.state.pin_end.assign(t.astype(np.float32))
 
+    def set_external_forces(self, forces) -> None:
+        """Per-vertex external forces (N, 3) [N], added to gravity from the next step on and kept until
+        changed; ``None`` removes them. Pinned vertices ignore them. Saved in checkpoints."""
+        self._check_alive()
+        if forces is None:
+            self.solver.set_external_accelerations(None)
+            return
+        f = self._checked_vec3(forces, "external forces")
+        mass = np.asarray(self.model.host_mass, dtype=np.float64)
+        inv = np.where(self.model.host_pinned | (mass <= 0), 0.0, 1.0 / np.where(mass > 0, mass, 1.0))
+        self.solver.set_external_accelerations((f * inv[:, None]).astype(np.float32))
+
+    def external_forces(self) -> np.ndarray | None:
+        """The external forces set by :meth:`set_external_forces` (N, 3) [N] (zero on pinned vertices), or None."""
+        self._check_alive()
+        if self.solver.ext_acc is None:
+            return None
+        return self.solver.ext_acc.numpy() * np.asarray(self.model.host_mass, dtype=np.float32)[:, None]
+
     def set_fabric(self, fabric, cloth: int = 0) -> None:
         """Change cloth ``cloth``'s fabric between steps (preset name, Fabric or dict); no recompilation."""
         self._check_alive()

@@ -40,6 +40,9 @@ class SolverVBD:
         self.cheb_prev = wp.zeros(n, dtype=wp.vec3, device=d)
         self.cheb_prev2 = wp.zeros(n, dtype=wp.vec3, device=d)
         self.theta_prev = wp.zeros(len(model.host_bend), dtype=float, device=d)
+        # per-vertex external acceleration (set_external_forces); allocated on first use
+        self.ext_acc = None
+        self._ext_off = wp.zeros(1, dtype=wp.vec3, device=d)
         self._free_count = sum(c for _, c in model.color_ranges)
         self.colliders: list = []
         self._alloc_contacts()
@@ -76,6 +79,24 @@ class SolverVBD:
         self._alloc_backup()
         self._graph = None
         return len(self.colliders) - 1
+
+    @property
+    def _ext_arg(self):
+        return self.ext_acc if self.ext_acc is not None else self._ext_off
+
+    def set_external_accelerations(self, acc) -> None:
+        """Per-vertex external acceleration (N, 3) float32 host array, or None to remove it. The array is
+        allocated on first use and overwritten in place afterwards (a captured graph stays valid)."""
+        if acc is None:
+            if self.ext_acc is not None:
+                self.ext_acc = None
+                self._graph = None
+            return
+        if self.ext_acc is None:
+            self.ext_acc = wp.array(acc, dtype=wp.vec3, device=self.model.device)
+            self._graph = None
+        else:
+            self.ext_acc.assign(acc)
 
     def _alloc_backup(self):
         if not self.backup:
@@ -159,7 +180,8 @@ class SolverVBD:
             for c in self.colliders:
                 wp.launch(K.lerp_points_kernel, c.vertex_count, inputs=[c.start, c.end, alpha], outputs=[c.points], device=dev)
                 c.mesh.refit()
-            wp.launch(K.predict_kernel, n, inputs=[state.x, state.v, state.v_last, m.inv_mass, gravity, h, 1.0 / (1.0 + s.air_damping * h), int(s.initial_guess == "adaptive")], outputs=[self.x_prev, self.y], device=dev)
+            wp.launch(K.predict_kernel, n, inputs=[state.x, state.v, state.v_last, m.inv_mass, gravity, h, 1.0 / (1.0 + s.air_damping * h), int(s.initial_guess == "adaptive"),
+                                                  self._ext_arg, int(self.ext_acc is not None)], outputs=[self.x_prev, self.y], device=dev)
             if npins:
                 wp.launch(K.pin_kernel, npins, inputs=[m.pin_indices, state.pin_start, state.pin_end, alpha], outputs=[state.x], device=dev)
             if s.drag > 0.0:
@@ -227,7 +249,8 @@ class SolverVBD:
 
     # ------------------------------------------------------------------ memory
     def memory_report(self) -> dict:
-        scratch = [self.x_prev, self.y, self.normals, self.bad, self.theta_prev, self.cheb_prev, self.cheb_prev2]
+        scratch = [self.x_prev, self.y, self.normals, self.bad, self.theta_prev, self.cheb_prev, self.cheb_prev2,
+                   self._ext_off] + ([self.ext_acc] if self.ext_acc is not None else [])
         contacts = [self.c_point, self.c_normal, self.c_vel, self.c_active]
         rep = {
             "solver_scratch": sum(a.capacity for a in scratch),
@@ -255,5 +278,6 @@ class SolverVBD:
         self.backup = []
         self._collider_off_args = []
         self.x_prev = self.y = self.normals = self.bad = self.theta_prev = self.cheb_prev = self.cheb_prev2 = None
+        self.ext_acc = self._ext_off = None
         self._self_off_args = []
         self.c_point = self.c_normal = self.c_vel = self.c_active = None
