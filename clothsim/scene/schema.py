@@ -58,6 +58,7 @@ class View(str, enum.Enum):
 class LightKind(str, enum.Enum):
     DIRECTIONAL = "directional"
     POINT = "point"
+    SPOT = "spot"
     AMBIENT = "ambient"
 
 
@@ -154,7 +155,11 @@ class CameraSpec:
 
 @dataclass(frozen=True)
 class LightSpec:
-    """A light for the renderer. ``intensity``: lux for directional/ambient, candela for point."""
+    """A light for the renderer, fixed in the world. ``intensity``: lux for directional/ambient,
+    candela for point/spot (KHR_lights_punctual's units). ``direction``: the way the light travels
+    (directional, spot). ``inner_cone_deg``/``outer_cone_deg``: a spot's full-intensity and cut-off
+    half-angles [degrees]. ``cast_shadows``: True/False, or None = the renderer's default (the first
+    directional light casts the shadow)."""
 
     kind: LightKind
     name: str = ""
@@ -162,6 +167,9 @@ class LightSpec:
     color: tuple[float, float, float] = (1.0, 1.0, 1.0)
     direction: tuple[float, float, float] | None = None
     position: tuple[float, float, float] | None = None
+    inner_cone_deg: float = 0.0
+    outer_cone_deg: float = 45.0
+    cast_shadows: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -208,7 +216,8 @@ FORMAT_KEYS: dict[str, tuple[str, ...]] = {
                    "checks"),
     "simulation.checks": ("kinetic_energy", "residual", "seam_gap", "penetration", "settle_frames"),
     "cameras": ("name", "view", "position", "target", "focal_length_mm", "sensor_width_mm"),
-    "lights": ("kind", "name", "intensity", "color", "direction", "position"),
+    "lights": ("kind", "name", "intensity", "color", "direction", "position", "inner_cone_deg", "outer_cone_deg",
+               "cast_shadows"),
     "output": ("folder", "formats", "cache_every"),
 }
 
@@ -543,23 +552,35 @@ def _read_light(t: _Table, i: int) -> LightSpec:
         if not (0.0 <= x <= 1.0):
             raise t.error_at(f"{t.key('color')}[{c}]", f"expected a number in [0, 1] (linear RGB), got {x:g}")
     direction = position = None
-    if kind is LightKind.DIRECTIONAL:
+    if kind in (LightKind.DIRECTIONAL, LightKind.SPOT):
         direction = t.vec3("direction", unit="")
         if math.hypot(*direction) < 1e-9:
             raise t.error("direction", "expected a non-zero direction vector, got [0, 0, 0]")
-        if t.has("position"):
-            raise t.error("position", "a directional light has a direction, not a position")
-    elif kind is LightKind.POINT:
+    if kind in (LightKind.POINT, LightKind.SPOT):
         position = t.vec3("position")
-        if t.has("direction"):
-            raise t.error("direction", "a point light has a position, not a direction")
-    else:
+    if kind is LightKind.DIRECTIONAL and t.has("position"):
+        raise t.error("position", "a directional light has a direction, not a position")
+    if kind is LightKind.POINT and t.has("direction"):
+        raise t.error("direction", "a point light has a position, not a direction")
+    if kind is LightKind.AMBIENT:
         for k in ("direction", "position"):
             if t.has(k):
                 raise t.error(k, f"an ambient light has no {k}")
+    if kind is not LightKind.SPOT:
+        for k in ("inner_cone_deg", "outer_cone_deg"):
+            if t.has(k):
+                raise t.error(k, f"only a spot light has a cone, not a {kind.value} light")
+    inner = t.number("inner_cone_deg", 0.0, lo=0.0, hi=90.0, unit="degrees")
+    outer = t.number("outer_cone_deg", 45.0, lo=0.0, hi=90.0, lo_open=True, unit="degrees")
+    if kind is LightKind.SPOT and inner >= outer:
+        raise t.error("inner_cone_deg", f"expected less than outer_cone_deg ({outer:g}), got {inner:g}")
+    cast = t.boolean("cast_shadows", None) if t.has("cast_shadows") else None
+    if cast and kind is not LightKind.DIRECTIONAL:
+        raise t.error("cast_shadows", f"only directional lights cast shadows, not a {kind.value} light")
     return LightSpec(kind=kind, name=t.string("name", f"light{i}"),
                      intensity=t.number("intensity", 1.0, lo=0.0, hi=1.0e6), color=color,
-                     direction=direction, position=position)
+                     direction=direction, position=position, inner_cone_deg=inner, outer_cone_deg=outer,
+                     cast_shadows=cast)
 
 
 def _read_output(t: _Table | None, base: Path, scene_name: str) -> OutputSpec:
