@@ -38,13 +38,16 @@ def _split(values: tuple[str, ...]) -> list[str]:
 @click.option("--tonemap", type=click.Choice(["neutral", "filmic"]), default="neutral", show_default=True,
               help="Khronos PBR Neutral keeps product colours; filmic adds contrast.")
 @click.option("--samples", type=click.IntRange(1, 16), default=4, show_default=True, help="MSAA samples.")
+@click.option("--lights", "lights_from", type=click.Choice(["scene", "studio"]), default="scene", show_default=True,
+              help="scene: the scene file's [[lights]] (fixed in the world; the studio rig when it has none); "
+                   "studio: the camera-relative studio rig.")
 @click.option("--frames", type=click.IntRange(min=1), default=None,
               help="Scene files: cap the drape at this many frames [default: the scene's frame_cap].")
 @click.option("--device", default=None, help="Scene files: Warp device for the drape (cpu, cuda:0).")
 @click.option("--progress/--no-progress", default=True, show_default=True)
 def render(scene: Path, out: Path | None, views: tuple[str, ...], size: str, turntable: int, transparent: bool,
-           colourways: tuple[str, ...], ghost: bool, tonemap: str, samples: int, frames: int | None,
-           device: str | None, progress: bool) -> None:
+           colourways: tuple[str, ...], ghost: bool, tonemap: str, samples: int, lights_from: str,
+           frames: int | None, device: str | None, progress: bool) -> None:
     """Render catalog shots of SCENE: a scene file (.toml, simulated first), a drape cache
     (.npz from `clothsim simulate`) or a mesh (.obj, .glb, .ply).
 
@@ -95,6 +98,8 @@ def render(scene: Path, out: Path | None, views: tuple[str, ...], size: str, tur
     else:                   # --views replaces the scene's cameras
         cameras = []
     settings = RenderSettings(tonemap=tonemap, samples=samples)
+    if lights_from == "scene" and source.lights is not None:
+        settings = RenderSettings(**{**settings.__dict__, "rig": source.lights})
 
     done = []
 

@@ -22,7 +22,7 @@ import clothsim as cs
 
 from .camera import Camera
 from .gl import create_headless_context
-from .lighting import StudioRig
+from .lighting import SceneLight, SceneLights, StudioRig
 from .material import Material, MeshItem, parse_colour, srgb_to_linear
 from .shaders import ProgramCache
 from .sheen import stored_sheen_albedo_table
@@ -47,7 +47,8 @@ class RenderSettings:
         ground: draw the shadow-catching floor at the lowest point of all meshes (or ``ground_y``).
         ground_y: floor height [m]; None = lowest vertex of all meshes.
         shadow_map_size, contact_map_size: [px].
-        rig: the studio lights.
+        rig: the lights: the camera-relative :class:`StudioRig` (default) or world-fixed
+            :class:`SceneLights` (a list of SceneLight is wrapped into one).
     """
 
     width: int = 512
@@ -62,7 +63,7 @@ class RenderSettings:
     ground_y: float | None = None
     shadow_map_size: int = 2048
     contact_map_size: int = 512
-    rig: StudioRig = field(default_factory=StudioRig)
+    rig: StudioRig | SceneLights = field(default_factory=StudioRig)
 
     def __post_init__(self) -> None:
         for key in ("width", "height"):
@@ -74,6 +75,10 @@ class RenderSettings:
         if self.samples < 1:
             raise cs.InputError(f"samples must be >= 1, got {self.samples}")
         object.__setattr__(self, "background", parse_colour(self.background))
+        if isinstance(self.rig, (list, tuple)):
+            object.__setattr__(self, "rig", SceneLights(tuple(self.rig)))
+        if not isinstance(self.rig, (StudioRig, SceneLights)):
+            raise cs.InputError(f"rig must be a StudioRig or SceneLights, got {type(self.rig).__name__}")
 
 
 def vertex_normals(vertices: np.ndarray, triangles: np.ndarray) -> np.ndarray:
@@ -421,18 +426,23 @@ class Renderer:
         view = camera.view_matrix()
         proj = camera.projection_matrix(aspect, near, far)
         view_proj = proj @ view
-        rig = s.rig
-        key_dir = rig.key.direction(camera)
+        lights = s.rig.resolve(camera)
+        key_dir = lights.shadow_dir
         draw_ground = s.ground and s.shadows
+        key_shadow = s.shadows and key_dir is not None
 
         # ---- key-light shadow map: orthographic, fitted to the meshes plus the floor around them
         shadow_objs = contact_objs = None
         if s.shadows:
-            # the shadow of the top reaches height / tan(elevation) sideways across the floor
-            key_el = max(math.asin(min(max(key_dir[1], -1.0), 1.0)), math.radians(15.0))
-            floor_pad = (hi[1] - ground_y) / math.tan(key_el) + 0.15 * radius
+            if key_shadow:
+                # the shadow of the top reaches height / tan(elevation) sideways across the floor
+                key_el = max(math.asin(min(max(key_dir[1], -1.0), 1.0)), math.radians(15.0))
+                floor_pad = (hi[1] - ground_y) / math.tan(key_el) + 0.15 * radius
+            else:
+                floor_pad = 0.3 * radius
             s_lo = np.array([lo[0] - floor_pad, ground_y, lo[2] - floor_pad])
             s_hi = np.array([hi[0] + floor_pad, hi[1], hi[2] + floor_pad])
+        if key_shadow:
             s_center = 0.5 * (s_lo + s_hi)
             s_radius = 0.5 * float(np.linalg.norm(s_hi - s_lo))
             light_cam = Camera(position=tuple(s_center + key_dir * 2.0 * s_radius), target=tuple(s_center),
@@ -446,8 +456,9 @@ class Renderer:
             ctx.disable(ctx.CULL_FACE)
             self._draw_depth(meshes, gms, light_vp)
             depth_range = 3.0 * s_radius
-            light_size_uv = depth_range * math.tan(math.radians(rig.key_angle_deg)) / (2.0 * s_radius)
+            light_size_uv = depth_range * math.tan(math.radians(lights.key_angle_deg)) / (2.0 * s_radius)
 
+        if s.shadows:
             # ---- contact map: from the floor looking up, occlusion of the lowest surface
             contact_h0 = 0.04 * (hi[1] - ground_y) + 0.004
             c_half = float(max(hi[0] - lo[0], hi[2] - lo[2])) * 0.5 + 0.3 * radius
@@ -501,7 +512,7 @@ class Renderer:
             mat: Material = item.material
             if not mat.visible:
                 continue
-            defines = {"TONEMAP": tonemap, "SHADOWS": s.shadows}
+            defines = {"TONEMAP": tonemap, "SHADOWS": key_shadow, "LIGHT_COUNT": lights.count}
             uv_ok = item.uvs is not None
             if mat.base_texture is not None or mat.normal_map is not None:
                 if not uv_ok:
@@ -521,13 +532,15 @@ class Renderer:
             _set(prog, "u_sheen_roughness", mat.sheen_roughness)
             self._sheen_lut.use(location=0)
             _set(prog, "u_sheen_lut", 0)
-            _set(prog, "u_env_intensity", rig.env_intensity)
-            _set(prog, "u_env_top", rig.env_top)
-            _set(prog, "u_env_horizon", rig.env_horizon)
-            _set(prog, "u_env_bottom", rig.env_bottom)
-            for name, light in (("key", rig.key), ("fill", rig.fill), ("rim", rig.rim)):
-                _set(prog, f"u_{name}_dir", tuple(light.direction(camera)))
-                _set(prog, f"u_{name}_radiance", light.radiance)
+            _set(prog, "u_env_intensity", lights.env_intensity)
+            _set(prog, "u_env_top", lights.env_top)
+            _set(prog, "u_env_horizon", lights.env_horizon)
+            _set(prog, "u_env_bottom", lights.env_bottom)
+            if lights.count:
+                _set(prog, "u_light_vec", lights.vec.tobytes())
+                _set(prog, "u_light_radiance", lights.radiance.tobytes())
+                _set(prog, "u_light_axis", lights.axis.tobytes())
+                _set(prog, "u_light_cone", lights.cone.tobytes())
             if mat.base_texture is not None or mat.normal_map is not None:
                 _set(prog, "u_uv_scale", tuple(mat.uv_scale))
             if mat.base_texture is not None:
@@ -537,13 +550,13 @@ class Renderer:
                 self._texture(mat.normal_map, srgb=False).use(location=4)
                 _set(prog, "u_normal_map", 4)
                 _set(prog, "u_normal_scale", mat.normal_scale)
-            if s.shadows:
+            if key_shadow:
                 bind_shadows(prog)
             fbo.use()
             self._vao(gm, prog, uv_ok, False).render()
 
         if draw_ground:
-            prog = self.programs.get("ground.vert", "ground.frag", {"TRANSPARENT": s.transparent})
+            prog = self.programs.get("ground.vert", "ground.frag", {"TRANSPARENT": s.transparent, "KEY_SHADOW": key_shadow})
             _set(prog, "u_view_proj", _f32(view_proj))
             _set(prog, "u_ground_y", ground_y)
             # only where a shadow can fall (the key's shadow-map footprint on the floor); outside
@@ -554,7 +567,8 @@ class Renderer:
             _set(prog, "u_background", tuple(bg_srgb))
             _set(prog, "u_shadow_strength", 0.38)
             _set(prog, "u_contact_strength", 0.55)
-            bind_shadows(prog)
+            if key_shadow:
+                bind_shadows(prog)
             contact_objs[1].use(location=5)
             _set(prog, "u_contact_occ", 5)
             _set(prog, "u_contact_view_proj", _f32(contact_vp))

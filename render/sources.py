@@ -13,6 +13,7 @@ import numpy as np
 import clothsim as cs
 
 from .camera import SENSOR_WIDTH_MM, Camera
+from .lighting import SceneLights
 from .material import Material, MeshItem
 
 # Default display colours of the fabric presets (a catalog run sets its own with colourways).
@@ -26,7 +27,8 @@ class ShotSource:
     """Meshes and metadata for a catalog run.
 
     garments: the draped garments; avatar: the body or None; cameras: explicit cameras from the
-    scene (empty = standard views); info: JSON-ready description of where it came from.
+    scene (empty = standard views); lights: the scene's ``[[lights]]`` (None: the studio rig);
+    info: JSON-ready description of where it came from.
     """
 
     garments: list[MeshItem]
@@ -34,6 +36,7 @@ class ShotSource:
     cameras: list[Camera] = field(default_factory=list)
     views: list = field(default_factory=list)   # (camera name, view name, focal_mm) from the scene
     info: dict = field(default_factory=dict)
+    lights: SceneLights | None = None
 
 
 def _fabric_material(name: str, fabric_name: str | None) -> Material:
@@ -132,7 +135,7 @@ def simulate_scene(path: Path, *, frames: int | None = None, device: str | None 
              for s in scene.cameras if s.view is not None]
     info = {"source": "scene", "file": str(path), "scene_name": scene.name, "frames": int(frames_run),
             "drape_passed": bool(result.passed), "simulate_s": sim_s}
-    return ShotSource(garments, avatar, cameras, views, info)
+    return ShotSource(garments, avatar, cameras, views, info, lights=SceneLights.from_scene(scene.lights))
 
 
 def load_source(path, *, frames: int | None = None, device: str | None = None, progress: bool = True) -> ShotSource:

@@ -3,7 +3,10 @@
 // shadow and the contact occlusion, so the floor and the backdrop meet without a seam.
 // TRANSPARENT: only the shadow is drawn, as black with alpha (premultiplied).
 
+// KEY_SHADOW: a light casts the shadow map (else only the contact shadow).
+#ifdef KEY_SHADOW
 #include "include/shadow.glsl"
+#endif
 #include "include/contact.glsl"
 
 in vec3 v_world;
@@ -15,7 +18,11 @@ uniform float u_ground_fade;       // m: shadows fade out over this distance to 
 out vec4 frag_color;
 
 void main() {
+#ifdef KEY_SHADOW
     float key = 1.0 - key_visibility(v_world, 0.0);
+#else
+    float key = 0.0;
+#endif
     float contact = contact_occlusion(v_world);
     float dark = 1.0 - (1.0 - u_shadow_strength * key) * (1.0 - u_contact_strength * contact);
     vec2 to_edge = min(v_world.xz - u_ground_extent.xy, u_ground_extent.zw - v_world.xz);

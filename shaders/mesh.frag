@@ -1,6 +1,12 @@
 #version 450 core
-// Forward PBR shading of one material under the studio rig; writes display-encoded colour.
-// Defines: HAS_UV, HAS_BASE_TEXTURE, HAS_NORMAL_MAP, SHADOWS, TONEMAP (0 neutral, 1 filmic).
+// Forward PBR shading of one material under LIGHT_COUNT punctual lights (render.lighting.LightSet:
+// the studio rig or scene lights) and the environment dome; writes display-encoded colour.
+// Defines: LIGHT_COUNT, HAS_UV, HAS_BASE_TEXTURE, HAS_NORMAL_MAP, SHADOWS (light 0 casts the shadow
+// map), TONEMAP (0 neutral, 1 filmic).
+
+#ifndef LIGHT_COUNT
+#define LIGHT_COUNT 3
+#endif
 
 #include "include/colour.glsl"
 #include "include/brdf.glsl"
@@ -36,13 +42,15 @@ uniform vec2 u_uv_scale;
 #endif
 #endif
 
-// Studio rig: key (shadowed), fill, rim; directions point towards the lights.
-uniform vec3 u_key_dir;
-uniform vec3 u_key_radiance;
-uniform vec3 u_fill_dir;
-uniform vec3 u_fill_radiance;
-uniform vec3 u_rim_dir;
-uniform vec3 u_rim_radiance;
+// Punctual lights. vec: directional (unit direction towards the light, 0), point/spot (position, 1);
+// radiance: illuminance (directional) or intensity [cd] x colour (point/spot, divided by d^2);
+// spot: axis (the way the light travels) and cone (scale, offset) of KHR_lights_punctual.
+#if LIGHT_COUNT > 0
+uniform vec4 u_light_vec[LIGHT_COUNT];
+uniform vec3 u_light_radiance[LIGHT_COUNT];
+uniform vec3 u_light_axis[LIGHT_COUNT];
+uniform vec2 u_light_cone[LIGHT_COUNT];
+#endif
 
 out vec4 frag_color;
 
@@ -88,7 +96,7 @@ void main() {
     float key_vis = 1.0;
 #ifdef SHADOWS
     // slope-scaled bias: steeper surfaces need more
-    float n_l_raw = dot(n, u_key_dir);
+    float n_l_raw = dot(n, u_light_vec[0].xyz);
     if (n_l_raw <= 0.0) {
         key_vis = 0.0;                     // facing away from the key: no lookup needed
     } else {
@@ -97,9 +105,26 @@ void main() {
     }
 #endif
 
-    vec3 color = shade_light(m, n, v, u_key_dir, u_key_radiance) * key_vis
-               + shade_light(m, n, v, u_fill_dir, u_fill_radiance)
-               + shade_light(m, n, v, u_rim_dir, u_rim_radiance);
+    vec3 color = vec3(0.0);
+#if LIGHT_COUNT > 0
+    for (int i = 0; i < LIGHT_COUNT; ++i) {
+        vec4 lv = u_light_vec[i];
+        vec3 l = lv.xyz;
+        vec3 radiance = u_light_radiance[i];
+        if (lv.w != 0.0) {                       // point / spot: inverse square, cone
+            vec3 d = lv.xyz - v_world;
+            float d2 = max(dot(d, d), 1e-8);
+            l = d * inversesqrt(d2);
+            float cone = clamp(dot(-l, u_light_axis[i]) * u_light_cone[i].x + u_light_cone[i].y, 0.0, 1.0);
+            radiance *= cone * cone / d2;
+        }
+        vec3 c = shade_light(m, n, v, l, radiance);
+#ifdef SHADOWS
+        if (i == 0) c *= key_vis;
+#endif
+        color += c;
+    }
+#endif
 
     // environment: diffuse irradiance + split-sum specular, scaled like the direct lobes
     vec3 f0 = mix(vec3(0.04), m.base_color, m.metallic);
