@@ -7,6 +7,12 @@ passed. Prints a table and writes JSON (and the table as markdown) to benchmarks
     python benchmarks/drape.py                                   # all scenes, all levels, CPU
     python benchmarks/drape.py --levels 0 --frames 150           # coarsest only (what CI checks)
     python benchmarks/drape.py --device cuda:0 --tag h200        # on a GPU
+    python benchmarks/drape.py --levels 1 --max-seconds 900      # stop a case after 900 s of stepping
+
+A case stops when the scene's checks say it has settled, at its frame cap (``--frames``, default the
+scene's ``frame_cap``) or after ``--max-seconds`` of wall time; a case that stopped before settling is
+reported as not settled ("time cap" or "frame cap"), with its numbers at that point. The JSON and
+markdown are rewritten after every case, so an interrupted run keeps what it measured.
 
 Levels are the pattern hierarchy's edge lengths: 0 = 40 mm, 1 = 20 mm, 2 = 10 mm, 3 = 5 mm.
 The first scene on a cold Warp kernel cache includes compilation (reported as its setup time).
@@ -25,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 
-def run_one(path: Path, level: int, device: str, frames: int | None) -> dict:
+def run_one(path: Path, level: int, device: str, frames: int | None, max_seconds: float | None = None) -> dict:
     import clothsim as cs
     from clothsim.scene import Drape
     from clothsim.scene.run import with_overrides
@@ -41,16 +47,26 @@ def run_one(path: Path, level: int, device: str, frames: int | None) -> dict:
                     "frames": 0, "setup_s": setup_s, "built_only": True}
     scene = with_overrides(cs.load_scene(path), device=device, frames=frames)
     t0 = time.perf_counter()
+    stop = "frame cap"
     with Drape(scene, level=level) as d:
         setup_s = time.perf_counter() - t0
-        r = d.run()
+        t1 = time.perf_counter()
+        while d.frame < d.frame_cap:  # Drape.run's loop, with a wall-time cap
+            d.step()
+            if d.settled():
+                stop = "settled"
+                break
+            if max_seconds is not None and time.perf_counter() - t1 > max_seconds:
+                stop = "time cap"
+                break
+        r = d.measure(timings={"setup": setup_s, "run": time.perf_counter() - t1})
     g = r.garments[0] if len(r.garments) == 1 else None
     steps = [h.seconds for h in r.history]
     return {
         "scene": scene.name, "level": level, "edge_length_mm": None if g is None or g.edge_length_m is None else 1e3 * g.edge_length_m,
         "vertices": sum(x.vertices for x in r.garments), "triangles": sum(x.triangles for x in r.garments),
         "device": r.device, "frames": r.frames, "frame_cap": scene.simulation.frame_cap,
-        "settled": r.settled, "settle_frame": r.settle_frame,
+        "settled": r.settled, "settle_frame": r.settle_frame, "stopped_by": stop, "max_seconds": max_seconds,
         "time_to_settle_s": sum(steps) if r.settled else None, "sim_s": sum(steps),  # a run stops once settled
         "ms_per_frame_median": 1e3 * sorted(steps)[len(steps) // 2] if steps else None,
         "setup_s": setup_s, "measure_s": r.timings_s.get("measure"),
@@ -76,13 +92,26 @@ def table(rows: list[dict]) -> str:
                          f"setup {r['setup_s']:.1f} s) | | | | | | | | |")
             continue
         cells = [r["scene"], str(r["level"]), f"{r['edge_length_mm']:g}" if r["edge_length_mm"] else "",
-                 str(r["vertices"]), str(r["frames"]), f"yes ({r['settle_frame']})" if r["settled"] else "no",
+                 str(r["vertices"]), str(r["frames"]),
+                 f"yes ({r['settle_frame']})" if r["settled"] else f"no ({r.get('stopped_by', 'frame cap')})",
                  f"{r['time_to_settle_s']:.1f}" if r["time_to_settle_s"] is not None else "",
                  f"{r['ms_per_frame_median']:.0f}", f"{r['worst_penetration_mm']:.2f}",
                  f"{r['largest_seam_gap_mm']:.2f}", str(r["body_intersections"]), str(r["cloth_intersections"]),
                  "yes" if r["passed"] else "no"]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def _write(out: Path, tag: str, result: dict) -> None:
+    from clothsim.io import write_json
+
+    write_json(out / f"drape_{tag}.json", result)
+    md = table(result["rows"]) + "\n"
+    if result.get("note"):
+        md = f"{result['note']}\n\n" + md
+    tmp = out / f".drape_{tag}.md.tmp"
+    tmp.write_text(md)
+    tmp.replace(out / f"drape_{tag}.md")
 
 
 def main(argv=None) -> int:
@@ -92,7 +121,10 @@ def main(argv=None) -> int:
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--frames", type=int, default=None,
                     help="frame cap (default: each scene's frame_cap); 0: build only (vertex counts, setup time)")
+    ap.add_argument("--max-seconds", type=float, default=None,
+                    help="wall-time cap per case [s] (stepping only); a case cut off is reported as not settled")
     ap.add_argument("--tag", default=None, help="results file tag (default: the device)")
+    ap.add_argument("--note", default="", help="free text stored in the JSON and markdown (e.g. machine load)")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
     args = ap.parse_args(argv)
 
@@ -103,24 +135,23 @@ def main(argv=None) -> int:
     paths = sorted((ROOT / "scenes").glob("*.toml"))
     if args.scenes:
         paths = [p for p in paths if p.stem in set(args.scenes)]
-    rows = []
-    for p in paths:
-        for lv in args.levels:
+    tag = args.tag or args.device.replace(":", "")
+    args.out.mkdir(parents=True, exist_ok=True)
+    result = {"benchmark": "drape", "device": args.device, "host": platform.node(), "python": platform.python_version(),
+              "warp": wp.config.version, "levels": args.levels, "frame_cap": args.frames,
+              "max_seconds": args.max_seconds, "note": args.note, "rows": []}
+    rows = result["rows"]
+    for lv in args.levels:
+        for p in paths:
             print(f"{p.stem} level {lv} on {args.device} ...", flush=True)
             try:
-                row = run_one(p, lv, args.device, args.frames)
+                row = run_one(p, lv, args.device, args.frames, args.max_seconds)
             except Exception as e:  # noqa: BLE001 - one failing case must not stop the rest
                 row = {"scene": p.stem, "level": lv, "error": f"{type(e).__name__}: {e}"}
             rows.append(row)
             print("  " + json.dumps({k: v for k, v in row.items() if k not in ("settings", "failures")}), flush=True)
-    tag = args.tag or args.device.replace(":", "")
-    args.out.mkdir(parents=True, exist_ok=True)
-    result = {"benchmark": "drape", "device": args.device, "host": platform.node(), "python": platform.python_version(),
-              "warp": wp.config.version, "levels": args.levels, "frame_cap": args.frames, "rows": rows}
-    (args.out / f"drape_{tag}.json").write_text(json.dumps(result, indent=2) + "\n")
-    md = table(rows)
-    (args.out / f"drape_{tag}.md").write_text(md + "\n")
-    print(md)
+            _write(args.out, tag, result)  # after every case: an interrupted run keeps its rows
+    print(table(rows))
     return 0
 
 
