@@ -81,6 +81,8 @@ class GarmentSpec:
     ``level``: index into the pattern's resolution hierarchy (0 = coarsest) or None; ``edge_length``
     [m]: target edge length (the level whose edge length is nearest), or None; both None: coarsest.
     ``offset`` [m]: translation added to the garment's placed position.
+    ``color``: the colour the renderer draws it in, sRGB (r, g, b) in [0, 1], or None: a mesh
+    file's own material (glTF), else the fabric's display colour.
     """
 
     name: str
@@ -90,6 +92,7 @@ class GarmentSpec:
     level: int | None = None
     edge_length: float | None = None
     offset: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    color: tuple[float, float, float] | None = None
 
 
 @dataclass(frozen=True)
@@ -208,7 +211,7 @@ FORMAT_KEYS: dict[str, tuple[str, ...]] = {
     "scene": ("name", "description"),
     "avatar": ("kind", "file", "measurements"),
     "avatar.measurements": MEASUREMENTS,
-    "garments": ("name", "pattern", "mesh", "fabric", "level", "edge_length", "offset"),
+    "garments": ("name", "pattern", "mesh", "fabric", "level", "edge_length", "offset", "color"),
     "garments.fabric": ("preset", *file_units().keys()),
     "pose": ("joints", "blend_frames"),
     "simulation": ("device", "dt", "substeps", "iterations", "frame_cap", "min_frames", "self_collision",
@@ -463,7 +466,28 @@ def _read_garment(t: _Table, base: Path, index: int) -> GarmentSpec:
             level = t.integer("level", lo=0, hi=16)
     edge = t.number("edge_length", None, lo=0.0005, hi=0.5, unit="m") if t.has("edge_length") else None
     return GarmentSpec(name=name, fabric=_read_fabric(t, "fabric"), pattern=pattern, mesh=mesh, level=level,
-                       edge_length=edge, offset=t.vec3("offset", (0.0, 0.0, 0.0), max_abs=MAX_SIZE_M))
+                       edge_length=edge, offset=t.vec3("offset", (0.0, 0.0, 0.0), max_abs=MAX_SIZE_M),
+                       color=_read_srgb(t, "color"))
+
+
+def _read_srgb(t: _Table, k: str) -> tuple[float, float, float] | None:
+    """An optional sRGB colour: "#rrggbb" or 3 numbers in [0, 1]."""
+    if not t.has(k):
+        return None
+    v = t.raw(k)
+    if isinstance(v, str):
+        s = v.strip()
+        if len(s) == 7 and s.startswith("#"):
+            try:
+                return tuple(int(s[i:i + 2], 16) / 255.0 for i in (1, 3, 5))
+            except ValueError:
+                pass
+        raise t.error(k, f"expected an sRGB colour '#rrggbb' or 3 numbers in [0, 1], got {v!r}")
+    c = t.vec3(k, unit="sRGB, 0..1")
+    for i, x in enumerate(c):
+        if not (0.0 <= x <= 1.0):
+            raise t.error_at(f"{t.key(k)}[{i}]", f"expected a number in [0, 1] (sRGB), got {x:g}")
+    return c
 
 
 def _read_pose(t: _Table | None) -> PoseSpec:
