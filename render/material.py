@@ -7,12 +7,14 @@ means) and converted to linear for shading. Texture files are read by the Render
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
 
 import clothsim as cs
+
+TEXTURE_SLOTS = ("base_texture", "normal_map", "metallic_roughness_texture")
 
 NAMED_COLOURS = {
     "white": "#f2f0eb", "ivory": "#ebe3d0", "black": "#1c1c1e", "navy": "#1f2d4d", "red": "#a3202a",
@@ -43,6 +45,21 @@ def srgb_to_linear(c) -> np.ndarray:
 
 
 @dataclass(frozen=True)
+class EmbeddedImage:
+    """An encoded image (PNG/JPEG bytes) held in memory, e.g. one embedded in a GLB file.
+
+    ``source`` is the file it came from and ``key`` names it there (both for messages and the
+    Renderer's texture cache, with the bytes' hash)."""
+
+    source: str
+    key: str
+    data: bytes = field(repr=False)
+
+    def __str__(self) -> str:
+        return f"{self.source}#{self.key}"
+
+
+@dataclass(frozen=True)
 class Material:
     """A glTF metallic-roughness material with KHR_materials_sheen.
 
@@ -51,9 +68,13 @@ class Material:
         metallic, roughness: glTF factors in [0, 1] (roughness is perceptual; alpha = roughness^2).
         sheen_color: sRGB (3,) sheenColorFactor; (0, 0, 0) turns the lobe off.
         sheen_roughness: sheenRoughnessFactor in [0, 1].
-        base_texture: sRGB image file multiplied with base_color, or None.
-        normal_map: tangent-space normal map file (OpenGL +Y convention), or None.
+        base_texture: sRGB image (a file or an :class:`EmbeddedImage`) multiplied with base_color, or None.
+        normal_map: tangent-space normal map (OpenGL +Y convention), or None.
         normal_scale: glTF normalTexture.scale.
+        metallic_roughness_texture: glTF metallicRoughnessTexture (linear; G scales roughness, B
+            metallic), or None.
+        normal_y_flip: the normal map's green points against the UVs' v (glTF: v runs down the
+            image, green up); set by glTF materials.
         uv_scale: texture repeats per metre of UV (cloth UVs are rest-shape metres), (2,).
         visible: False hides the mesh in the colour pass but keeps it in shadows and framing
             ("ghost mannequin": the avatar shapes the garment and the floor shadow, unseen).
@@ -68,6 +89,8 @@ class Material:
     normal_map: Path | None = None
     normal_scale: float = 1.0
     uv_scale: tuple[float, float] = (1.0, 1.0)
+    metallic_roughness_texture: Path | EmbeddedImage | None = None
+    normal_y_flip: bool = False
     visible: bool = True
     name: str = "material"
 
@@ -78,19 +101,23 @@ class Material:
             v = getattr(self, key)
             if not (math.isfinite(v) and 0.0 <= v <= 1.0):
                 raise cs.InputError(f"material {self.name!r}: {key} must lie in [0, 1], got {v!r}")
-        for key in ("base_texture", "normal_map"):
+        for key in TEXTURE_SLOTS:
             v = getattr(self, key)
-            if v is not None:
+            if v is not None and not isinstance(v, EmbeddedImage):
                 object.__setattr__(self, key, Path(v))
+
+    @property
+    def textured(self) -> bool:
+        return any(getattr(self, k) is not None for k in TEXTURE_SLOTS)
 
     def replace(self, **changes) -> "Material":
         return replace(self, **changes)
 
     def check_files(self) -> None:
         """Raise InputError naming any texture file that does not exist."""
-        for key in ("base_texture", "normal_map"):
+        for key in TEXTURE_SLOTS:
             path = getattr(self, key)
-            if path is not None and not path.is_file():
+            if path is not None and not isinstance(path, EmbeddedImage) and not path.is_file():
                 raise cs.InputError(f"material {self.name!r}: {key} file not found: {path}")
 
     @classmethod

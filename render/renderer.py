@@ -23,7 +23,7 @@ import clothsim as cs
 from .camera import Camera
 from .gl import create_headless_context
 from .lighting import SceneLight, SceneLights, StudioRig
-from .material import Material, MeshItem, parse_colour, srgb_to_linear
+from .material import EmbeddedImage, Material, MeshItem, parse_colour, srgb_to_linear
 from .shaders import ProgramCache
 from .sheen import stored_sheen_albedo_table
 
@@ -241,19 +241,22 @@ class Renderer:
             self._targets[key] = objs
         return objs
 
-    def _texture(self, path: Path, srgb: bool):
-        path = Path(path)
-        try:
-            stat = path.stat()
-        except OSError as e:
-            raise cs.InputError(f"texture file not found or unreadable: {path} ({e.strerror or e})") from e
-        key = (str(path.resolve()), stat.st_mtime_ns, srgb)
+    def _texture(self, path: Path | EmbeddedImage, srgb: bool):
+        if isinstance(path, EmbeddedImage):
+            key = ("embedded", path.source, path.key, hash(path.data), srgb)
+        else:
+            path = Path(path)
+            try:
+                stat = path.stat()
+            except OSError as e:
+                raise cs.InputError(f"texture file not found or unreadable: {path} ({e.strerror or e})") from e
+            key = (str(path.resolve()), stat.st_mtime_ns, srgb)
         tex = self._textures.get(key)
         if tex is None:
             import imageio.v3 as iio
 
             try:
-                img = np.asarray(iio.imread(path))
+                img = np.asarray(iio.imread(path.data if isinstance(path, EmbeddedImage) else path))
             except Exception as e:
                 raise cs.InputError(f"cannot read texture {path}: {e}") from e
             if img.ndim == 2:
@@ -514,13 +517,13 @@ class Renderer:
                 continue
             defines = {"TONEMAP": tonemap, "SHADOWS": key_shadow, "LIGHT_COUNT": lights.count}
             uv_ok = item.uvs is not None
-            if mat.base_texture is not None or mat.normal_map is not None:
-                if not uv_ok:
-                    raise cs.InputError(f"mesh {item.name!r}: material {mat.name!r} has textures but the mesh has no uvs")
-            uv_ok = uv_ok and (mat.base_texture is not None or mat.normal_map is not None)
+            if mat.textured and not uv_ok:
+                raise cs.InputError(f"mesh {item.name!r}: material {mat.name!r} has textures but the mesh has no uvs")
+            uv_ok = uv_ok and mat.textured
             defines["HAS_UV"] = uv_ok
             defines["HAS_BASE_TEXTURE"] = mat.base_texture is not None
             defines["HAS_NORMAL_MAP"] = mat.normal_map is not None
+            defines["HAS_MR_TEXTURE"] = mat.metallic_roughness_texture is not None
             prog = self.programs.get("mesh.vert", "mesh.frag", defines)
             _set(prog, "u_view_proj", _f32(view_proj))
             _set(prog, "u_camera_pos", tuple(camera.position))
@@ -541,7 +544,7 @@ class Renderer:
                 _set(prog, "u_light_radiance", lights.radiance.tobytes())
                 _set(prog, "u_light_axis", lights.axis.tobytes())
                 _set(prog, "u_light_cone", lights.cone.tobytes())
-            if mat.base_texture is not None or mat.normal_map is not None:
+            if mat.textured:
                 _set(prog, "u_uv_scale", tuple(mat.uv_scale))
             if mat.base_texture is not None:
                 self._texture(mat.base_texture, srgb=True).use(location=3)
@@ -549,7 +552,10 @@ class Renderer:
             if mat.normal_map is not None:
                 self._texture(mat.normal_map, srgb=False).use(location=4)
                 _set(prog, "u_normal_map", 4)
-                _set(prog, "u_normal_scale", mat.normal_scale)
+                _set(prog, "u_normal_scale", (mat.normal_scale, -mat.normal_scale if mat.normal_y_flip else mat.normal_scale))
+            if mat.metallic_roughness_texture is not None:
+                self._texture(mat.metallic_roughness_texture, srgb=False).use(location=6)
+                _set(prog, "u_mr_texture", 6)
             if key_shadow:
                 bind_shadows(prog)
             fbo.use()

@@ -14,6 +14,7 @@ import clothsim as cs
 
 from .camera import SENSOR_WIDTH_MM, Camera
 from .lighting import SceneLights
+from .gltf_material import gltf_uv
 from .material import Material, MeshItem
 
 # Default display colours of the fabric presets (a catalog run sets its own with colourways).
@@ -56,8 +57,46 @@ def load_mesh_file(path: Path) -> ShotSource:
         raise cs.InputError(f"mesh file {path} holds no triangles")
     uv = getattr(loaded.visual, "uv", None)
     uv = np.asarray(uv, dtype=np.float32) if uv is not None and len(uv) == len(loaded.vertices) else None
-    item = MeshItem(loaded.vertices, loaded.faces, _fabric_material(path.stem, None), uvs=uv, name=path.stem)
-    return ShotSource([item], info={"source": "mesh", "file": str(path)})
+    material = _fabric_material(path.stem, None)
+    if path.suffix.lower() in GLTF_SUFFIXES:
+        own = _gltf_material(path, uv is not None)
+        if own is not None:
+            material = own
+            uv = gltf_uv(uv) if uv is not None else None
+    item = MeshItem(loaded.vertices, loaded.faces, material, uvs=uv, name=path.stem)
+    return ShotSource([item], info={"source": "mesh", "file": str(path), "material": material.name})
+
+
+GLTF_SUFFIXES = (".glb", ".gltf")
+
+
+def _gltf_material(path: Path, has_uv: bool) -> Material | None:
+    """The file's own glTF material, or None; textures need the mesh's TEXCOORD_0."""
+    from .gltf_material import read_gltf_material
+
+    mat = read_gltf_material(path)
+    if mat is not None and mat.textured and not has_uv:
+        raise cs.InputError(f"{path}: material {mat.name!r} has textures but the mesh has no TEXCOORD_0 (UVs)")
+    return mat
+
+
+def garment_look(spec, name: str, uv: np.ndarray | None, vertex_count: int) -> tuple[Material, np.ndarray | None]:
+    """The material and render UVs of a scene garment: the scene's ``color`` when it gives one,
+    else a glTF mesh file's own material (with its UVs flipped to glTF's convention), else the
+    fabric's display colour (with the rest-shape UVs in metres)."""
+    fabric_name = getattr(spec.fabric, "name", None)
+    if getattr(spec, "color", None) is not None:
+        return Material.fabric(tuple(spec.color), name=f"{name}:scene colour"), uv
+    mesh = getattr(spec, "mesh", None)
+    if mesh is not None and Path(mesh).suffix.lower() in GLTF_SUFFIXES:
+        from clothsim.exchange import import_mesh
+
+        split = import_mesh(mesh).uv_split()   # the cloth of a UV-mapped mesh has the split vertices
+        has_uv = split is not None and split.vertex_count == vertex_count
+        own = _gltf_material(Path(mesh), has_uv)
+        if own is not None:
+            return own, (gltf_uv(split.uv) if has_uv else None)
+    return _fabric_material(name, fabric_name), uv
 
 
 def load_drape_npz(path: Path, frame: int = -1) -> ShotSource:
@@ -122,10 +161,9 @@ def simulate_scene(path: Path, *, frames: int | None = None, device: str | None 
         for i, g in enumerate(drape.garments):
             a, b = int(drape.offsets[i]), int(drape.offsets[i + 1])
             spec = scene.garments[i]
-            fabric_name = getattr(spec.fabric, "name", None)
             xg = _close_seams(x[a:b], np.asarray(g.cloth.seams))
-            garments.append(MeshItem(xg, np.asarray(g.cloth.triangles), _fabric_material(g.name, fabric_name),
-                                     uvs=g.uv, name=g.name))
+            material, uv = garment_look(spec, g.name, g.uv, len(xg))
+            garments.append(MeshItem(xg, np.asarray(g.cloth.triangles), material, uvs=uv, name=g.name))
         body = drape.body
         avatar = MeshItem(np.asarray(body.current_vertices), np.asarray(body.triangles), Material.skin(), name="avatar")
         frames_run = drape.frame

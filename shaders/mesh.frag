@@ -1,7 +1,7 @@
 #version 450 core
 // Forward PBR shading of one material under LIGHT_COUNT punctual lights (render.lighting.LightSet:
 // the studio rig or scene lights) and the environment dome; writes display-encoded colour.
-// Defines: LIGHT_COUNT, HAS_UV, HAS_BASE_TEXTURE, HAS_NORMAL_MAP, SHADOWS (light 0 casts the shadow
+// Defines: LIGHT_COUNT, HAS_UV, HAS_BASE_TEXTURE, HAS_NORMAL_MAP, HAS_MR_TEXTURE, SHADOWS (light 0 casts the shadow
 // map), TONEMAP (0 neutral, 1 filmic).
 
 #ifndef LIGHT_COUNT
@@ -30,16 +30,18 @@ uniform vec3 u_sheen_color;         // linear
 uniform float u_sheen_roughness;
 uniform sampler2D u_sheen_lut;      // E(mu, sheen roughness): x = N.V, y = sheen roughness
 uniform float u_env_intensity;
+#ifdef HAS_UV
+uniform vec2 u_uv_scale;
+#endif
 #ifdef HAS_BASE_TEXTURE
 uniform sampler2D u_base_texture;   // sRGB texture (decoded by the sampler)
-uniform vec2 u_uv_scale;
 #endif
 #ifdef HAS_NORMAL_MAP
 uniform sampler2D u_normal_map;     // tangent-space, OpenGL convention (+Y up)
-uniform float u_normal_scale;
-#ifndef HAS_BASE_TEXTURE
-uniform vec2 u_uv_scale;
+uniform vec2 u_normal_scale;        // (scale, +-scale): y negated when green runs against v (glTF)
 #endif
+#ifdef HAS_MR_TEXTURE
+uniform sampler2D u_mr_texture;     // glTF metallicRoughnessTexture: G roughness, B metallic (linear)
 #endif
 
 // Punctual lights. vec: directional (unit direction towards the light, 0), point/spot (position, 1);
@@ -88,6 +90,11 @@ void main() {
     m.base_color = base.rgb;
     m.metallic = u_metallic;
     m.roughness = clamp(u_roughness, 0.03, 1.0);
+#ifdef HAS_MR_TEXTURE
+    vec4 mr = texture(u_mr_texture, v_uv * u_uv_scale);
+    m.metallic *= mr.b;
+    m.roughness = clamp(u_roughness * mr.g, 0.03, 1.0);
+#endif
     m.sheen_color = u_sheen_color;
     m.sheen_roughness = clamp(u_sheen_roughness, 0.03, 1.0);
     float n_v = clamp(abs(dot(n, v)), 1e-4, 1.0);
