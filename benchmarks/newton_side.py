@@ -333,6 +333,10 @@ class NewtonCloth:
     # -- stepping
 
     def _simulate(self):
+        if self.self_collision:
+            # Newton's self-contact example (example_cloth_twist.py): re-split the self-contact BVHs once
+            # per frame; refitting alone lets the boxes grow as the cloth crumples
+            self.solver.rebuild_bvh(self.state_0)
         for _ in range(self.substeps):
             self.state_0.clear_forces()
             if self.collision_pipeline is not None:

@@ -469,6 +469,9 @@ def main(argv=None):
                                "finite": bool(np.isfinite(x).all())}
                 if r.name == "newton":
                     row[r.name]["cuda_graph"] = r.cloth.graph is not None
+                    if r.cloth.graph is None and getattr(r.cloth, "capture_error", None):
+                        row[r.name]["capture_error"] = r.cloth.capture_error
+                        log(f"[{kind} N={n}] newton: no CUDA graph ({r.cloth.capture_error})")
                 log(f"[{kind} N={n}] {r.name}: {tm['ms_median']:.1f} ms/frame (p10 {tm['ms_p10']:.1f}, "
                     f"p90 {tm['ms_p90']:.1f}), build {build_s:.1f}s, intersections {nint}")
             results["cases"].append(row)

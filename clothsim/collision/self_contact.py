@@ -73,6 +73,21 @@ def edge_bounds_kernel(
     uppers[e] = wp.max(p0, p1)
 
 
+@wp.kernel
+def triangle_bounds_kernel(
+    positions: wp.array(dtype=wp.vec3),
+    triangles: wp.array2d(dtype=wp.int32),
+    lowers: wp.array(dtype=wp.vec3),
+    uppers: wp.array(dtype=wp.vec3),
+):
+    t = wp.tid()
+    p0 = positions[triangles[t, 0]]
+    p1 = positions[triangles[t, 1]]
+    p2 = positions[triangles[t, 2]]
+    lowers[t] = wp.min(wp.min(p0, p1), p2)
+    uppers[t] = wp.max(wp.max(p0, p1), p2)
+
+
 @wp.func
 def _record_overflow(count: int, capacity: int, kind: int, overflow: wp.array(dtype=wp.int32), required: wp.array(dtype=wp.int32)):
     if count > capacity:
@@ -82,7 +97,7 @@ def _record_overflow(count: int, capacity: int, kind: int, overflow: wp.array(dt
 
 @wp.kernel
 def vertex_triangle_kernel(
-    mesh: wp.uint64,
+    triangle_bvh: wp.uint64,
     points: wp.array(dtype=wp.vec3),
     triangles: wp.array2d(dtype=wp.int32),
     weld: wp.array(dtype=wp.int32),
@@ -97,11 +112,11 @@ def vertex_triangle_kernel(
     """Per vertex v: triangles not containing v within radius; initialises min_dist[v]."""
     v = wp.tid()
     p = points[v]
-    query = wp.mesh_query_aabb(mesh, p - wp.vec3(radius), p + wp.vec3(radius))
+    query = wp.bvh_query_aabb(triangle_bvh, p - wp.vec3(radius), p + wp.vec3(radius))
     t = int(0)
     count = int(0)
     dmin = radius
-    while wp.mesh_query_next(query, t):
+    while wp.bvh_query_next(query, t):
         i0 = triangles[t, 0]
         i1 = triangles[t, 1]
         i2 = triangles[t, 2]
@@ -235,9 +250,10 @@ class SelfContactDetector:
         positions: optional ``(N, 3)`` positions [m] to build the BVHs now. Without them the BVHs
             are built by the first :meth:`detect` (which then allocates; do it before graph capture).
 
-    The triangle BVH (a ``wp.Mesh``), the vertex BVH and the edge BVH are built once and
-    refitted by every :meth:`detect`; :meth:`rebuild` re-splits them in place when the cloth has
-    deformed far from the shape they were built on. Call :meth:`release` to free everything.
+    The triangle, vertex and edge BVHs are built once and refitted by every :meth:`detect`, or
+    re-split in place (``detect(..., rebuild=True)`` or :meth:`rebuild`) when the cloth has deformed
+    far from the shape they were built on: a refitted tree's boxes grow as the cloth crumples and
+    every query visits more of them (the solver rebuilds once per frame). Call :meth:`release` to free everything.
     """
 
     def __init__(
@@ -271,6 +287,8 @@ class SelfContactDetector:
         self.points = wp.zeros(n, dtype=wp.vec3, device=dev)  # [m] the mesh's own copy of the positions
         self.vertex_lowers = wp.zeros(n, dtype=wp.vec3, device=dev)
         self.vertex_uppers = wp.zeros(n, dtype=wp.vec3, device=dev)
+        self.triangle_lowers = wp.zeros(m, dtype=wp.vec3, device=dev)
+        self.triangle_uppers = wp.zeros(m, dtype=wp.vec3, device=dev)
         self.edge_lowers = wp.zeros(max(e, 1), dtype=wp.vec3, device=dev)
         self.edge_uppers = wp.zeros(max(e, 1), dtype=wp.vec3, device=dev)
         self.vt_count = wp.zeros(n, dtype=wp.int32, device=dev)
@@ -286,7 +304,7 @@ class SelfContactDetector:
         self.overflow = wp.zeros(1, dtype=wp.int32, device=dev)
         self.required = wp.zeros(3, dtype=wp.int32, device=dev)
         self._allocate_lists()
-        self.mesh = None
+        self.triangle_bvh = None
         self.vertex_bvh = None
         self.edge_bvh = None
         if positions is not None:
@@ -309,6 +327,7 @@ class SelfContactDetector:
         """Bytes held in this detector's wp.arrays (not counting the BVH nodes)."""
         arrays = (
             self.points, self.vertex_lowers, self.vertex_uppers, self.edge_lowers, self.edge_uppers,
+            self.triangle_lowers, self.triangle_uppers,
             self.vt_count, self.tv_count, self.ee_count, self.min_dist, self.weld, self.overflow, self.required,
             self.vt_tri, self.tv_vertex, self.ee_edge, self.triangles, self.edges,
         )  # fmt: skip
@@ -317,7 +336,8 @@ class SelfContactDetector:
     def release(self):
         """Free every device buffer (idempotent). The detector is unusable afterwards."""
         for name in (
-            "mesh", "vertex_bvh", "edge_bvh", "points", "vertex_lowers", "vertex_uppers", "edge_lowers",
+            "triangle_bvh", "vertex_bvh", "edge_bvh", "points", "vertex_lowers", "vertex_uppers", "edge_lowers",
+            "triangle_lowers", "triangle_uppers",
             "edge_uppers", "vt_count", "tv_count", "ee_count", "min_dist", "weld", "overflow", "required",
             "vt_tri", "tv_vertex", "ee_edge", "triangles", "edges",
         ):  # fmt: skip
@@ -328,6 +348,8 @@ class SelfContactDetector:
     def _update_bounds(self, positions: wp.array):
         wp.launch(copy_points_kernel, dim=self.vertex_count, inputs=[positions],
                   outputs=[self.points, self.vertex_lowers, self.vertex_uppers], device=self.device)
+        wp.launch(triangle_bounds_kernel, dim=self.triangle_count, inputs=[self.points, self.triangles],
+                  outputs=[self.triangle_lowers, self.triangle_uppers], device=self.device)
         if self.edge_count:
             wp.launch(edge_bounds_kernel, dim=self.edge_count, inputs=[self.points, self.edges],
                       outputs=[self.edge_lowers, self.edge_uppers], device=self.device)
@@ -336,15 +358,13 @@ class SelfContactDetector:
         """Build the three BVHs on ``positions`` ``(N, 3)`` [m] (allocates; once, outside graph capture)."""
         pos = self._check_positions(as_vec3_array(positions, self.device))
         self._update_bounds(pos)
-        self.mesh = wp.Mesh(points=self.points, indices=self.triangles.flatten())
+        self.triangle_bvh = wp.Bvh(self.triangle_lowers, self.triangle_uppers)
         self.vertex_bvh = wp.Bvh(self.vertex_lowers, self.vertex_uppers)
         self.edge_bvh = wp.Bvh(self.edge_lowers, self.edge_uppers) if self.edge_count else None
 
     def rebuild(self):
-        """Re-split the vertex and edge BVHs on the current positions, in place (no allocation).
-
-        The triangle BVH inside the ``wp.Mesh`` is only ever refitted (Warp has no in-place rebuild for it).
-        """
+        """Re-split the three BVHs on the bounds of the last :meth:`detect`, in place (no allocation)."""
+        self.triangle_bvh.rebuild()
         self.vertex_bvh.rebuild()
         if self.edge_bvh is not None:
             self.edge_bvh.rebuild()
@@ -358,29 +378,33 @@ class SelfContactDetector:
 
     # -- detection
 
-    def detect(self, positions: wp.array, query_radius: float):
-        """Refit the BVHs to ``positions`` and fill every list for pairs closer than ``query_radius`` [m].
+    def detect(self, positions: wp.array, query_radius: float, rebuild: bool = False):
+        """Refit (or, with ``rebuild``, re-split) the BVHs to ``positions`` and fill every list for pairs
+        closer than ``query_radius`` [m].
 
         ``positions``: ``wp.array(dtype=wp.vec3)`` with at least N entries, on the detector's device.
         Launches kernels only (no host synchronisation, no allocation once built), so it can be
         captured in a CUDA graph; ``query_radius`` is then fixed into the graph. ``overflow`` and
         ``required`` accumulate until :meth:`reset_overflow`. Do not capture it on the CPU: Warp
-        1.19's CPU graph capture does not record ``wp.Mesh.refit`` (it runs once, at capture time).
+        1.19's CPU graph capture does not record a BVH refit or rebuild (it runs once, at capture time).
         """
-        if self.mesh is None:
+        if self.triangle_bvh is None:
             self.build(positions)
         else:
             self._check_positions(positions)
             self._update_bounds(positions)
-            self.mesh.refit()
-            self.vertex_bvh.refit()
-            if self.edge_bvh is not None:
-                self.edge_bvh.refit()
+            if rebuild:
+                self.rebuild()
+            else:
+                self.triangle_bvh.refit()
+                self.vertex_bvh.refit()
+                if self.edge_bvh is not None:
+                    self.edge_bvh.refit()
         r = float(query_radius)
         dev = self.device
         flags = [self.overflow, self.required]
         wp.launch(vertex_triangle_kernel, dim=self.vertex_count,
-                  inputs=[self.mesh.id, self.points, self.triangles, self.weld, r, self.vt_capacity],
+                  inputs=[self.triangle_bvh.id, self.points, self.triangles, self.weld, r, self.vt_capacity],
                   outputs=[self.vt_count, self.vt_tri, self.min_dist, *flags], device=dev)
         wp.launch(triangle_vertex_kernel, dim=self.triangle_count,
                   inputs=[self.vertex_bvh.id, self.points, self.triangles, self.weld, r, self.tv_capacity],

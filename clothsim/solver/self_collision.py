@@ -31,8 +31,8 @@ class SelfCollision:
         )
         self.query_radius = 0.0  # [m] set by SolverVBD.materials_changed()
 
-    def detect(self, x_prev):
-        self.detector.detect(x_prev, self.query_radius)
+    def detect(self, x_prev, rebuild: bool = False):
+        self.detector.detect(x_prev, self.query_radius, rebuild=rebuild)
 
     def kernel_args(self):
         det = self.detector

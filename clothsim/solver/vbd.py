@@ -193,7 +193,8 @@ class SolverVBD:
             if self.collider_contacts is not None:
                 self.collider_contacts.detect(self.x_prev, self.query_radius)
             if self.self_contacts is not None:
-                self.self_contacts.detect(self.x_prev)
+                # re-split the BVHs once per frame, refit them in the other substeps
+                self.self_contacts.detect(self.x_prev, rebuild=(sub == 0))
             wp.launch(K.edge_angles_kernel, len(m.host_bend), inputs=[self.x_prev, m.bend], outputs=[self.theta_prev], device=dev)
             rho = s.chebyshev_rho
             omega = 1.0
