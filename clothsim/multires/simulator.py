@@ -100,13 +100,17 @@ class MultiResSimulator:
         project: project out of colliders and ground after a switch.
         level_settings: {level: {Simulator setting: value}} overrides for single levels, e.g.
             ``{0: {"substeps": 5}}`` to draft the coarsest level with fewer substeps (dt must stay the same).
+        prolongation: how positions go to a finer level: "linear" (the level mapping T) or "curved" (PN
+            triangles over the coarse vertex normals, :meth:`LevelSet.prolong_curved`: no corner cutting on
+            curved drapes). Velocities always go through T.
         **sim_kwargs: the :class:`clothsim.Simulator` settings (dt, substeps, iterations, gravity, ground,
             self_collision, contact_stiffness, air_damping, ...), the same at every level unless overridden.
     """
 
     def __init__(self, levels, *, level: int = 0, device="cpu", memory_budget: int | None = None,
                  relax_substeps: int = 8, relax_iterations: int | None = None, relax_dt: float | None = None,
-                 project: bool = True, level_settings: dict | None = None, **sim_kwargs):
+                 project: bool = True, level_settings: dict | None = None, prolongation: str = "linear",
+                 **sim_kwargs):
         if not isinstance(levels, LevelSet):
             levels = LevelSet.from_hierarchy(levels)
         self.levels = levels
@@ -126,6 +130,9 @@ class MultiResSimulator:
         self.relax_iterations = relax_iterations
         self.relax_dt = relax_dt
         self.project = bool(project)
+        if prolongation not in ("linear", "curved"):
+            raise InputError(f"MultiResSimulator: prolongation must be 'linear' or 'curved', got {prolongation!r}")
+        self.prolongation = prolongation
         self._sim_kwargs = dict(sim_kwargs)
         self._level_settings = {}
         for k, over in (level_settings or {}).items():
@@ -336,7 +343,10 @@ class MultiResSimulator:
         x_old = old.positions().astype(np.float64)
         v_old = old.velocities().astype(np.float64)
         e_before = mechanical_energy(old, x_old, v_old) if measure else None
-        x_new = self.levels.map(x_old, a.index, i)
+        if self.prolongation == "curved" and i > a.index:
+            x_new = self.levels.prolong_curved(x_old, a.index, i)
+        else:
+            x_new = self.levels.map(x_old, a.index, i)
         v_new = self.levels.map(v_old, a.index, i)
         self._close_seams(i, x_new, v_new)
         if keep_warm:
