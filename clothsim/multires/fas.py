@@ -53,11 +53,19 @@ class FASCorrection(CoarseCorrection):
         velocities: after a correction the fine velocities are kept ("keep"), zeroed ("zero"), or get the
             prolonged coarse velocity change ("prolong", dynamic coarse frames only).
         damping: scale of the prolonged position correction (1 = the full coarse change).
+        tau: how the fine and coarse forces in τ are evaluated: "forces" (the conservative forces of
+            :mod:`~clothsim.multires.forces` at x_f and x_c⁰: no contacts) or "frame" (the net force m·Δv/dt
+            of the last fine frame, and of one coarse frame run from x_c⁰ without τ: contacts, friction and
+            damping included, measured as the settling residual is).
+        coarse_kinetic: kinetic damping in the coarse frames (velocities zeroed whenever the coarse kinetic
+            energy falls), so that they descend toward the τ-corrected coarse rest state.
     """
 
     def __init__(self, sim, coarse_level: int, *, every: int = 4, coarse_steps: int = 4,
                  coarse_dt: float | None = None, coarse_iterations: int | None = None, stop_residual: float = 0.0,
-                 velocities: str = "keep", damping: float = 1.0):
+                 velocities: str = "keep", damping: float = 1.0, tau: str = "forces", coarse_kinetic: bool = False):
+        if tau not in ("forces", "frame"):
+            raise InputError(f"FASCorrection: tau must be 'forces' or 'frame', got {tau!r}")
         if velocities not in ("keep", "zero", "prolong"):
             raise InputError(f"FASCorrection: velocities must be 'keep', 'zero' or 'prolong', got {velocities!r}")
         if velocities == "prolong" and coarse_dt is not None:
@@ -72,12 +80,46 @@ class FASCorrection(CoarseCorrection):
         self.coarse_dt = coarse_dt
         self.coarse_iterations = coarse_iterations
         self.damping = float(damping)
+        self.tau_mode = tau
+        self.coarse_kinetic = bool(coarse_kinetic)
+        self._fine_frame_force = None
+        self._fine_mass = np.asarray(sim.simulator.model.host_mass, dtype=np.float64)[:, None]
+        self._coarse_mass = np.asarray(self.coarse.model.host_mass, dtype=np.float64)[:, None]
         self.fine_forces = ForceModel(sim.simulator)
         self.coarse_forces = ForceModel(self.coarse)
         self.P = self.levels.transfer(self.coarse_level, self.fine)  # (N_f, N_c)
         self.last_tau_norm = 0.0
         self.last_restricted_residual = 0.0
         self.last_correction_m = 0.0
+
+    def step(self, frames: int = 1) -> None:
+        """``frames`` fine frames, a correction before every ``every``-th one (see CoarseCorrection.step);
+        with ``tau="frame"`` each fine frame's net force m·Δv/dt is kept for the next correction."""
+        for _ in range(int(frames)):
+            v0 = self.sim.velocities().astype(np.float64)
+            super().step(1)
+            if self.tau_mode == "frame":
+                v1 = self.sim.velocities().astype(np.float64)
+                self._fine_frame_force = self._fine_mass * (v1 - v0) / self.sim.dt
+
+    def _frame_force_coarse(self, xc0: np.ndarray, vc0: np.ndarray) -> np.ndarray:
+        """m_c·Δv/dt of one coarse frame from (x_c⁰, v_c⁰) without τ: the coarse net force there, contacts and
+        damping included, measured the way the fine one is."""
+        cs = self.coarse
+        cs.set_external_forces(np.zeros_like(xc0))  # zeros, not None: the force buffer stays allocated
+        self._place_coarse(xc0, vc0)
+        cs.step(1)
+        return self._coarse_mass * (cs.velocities().astype(np.float64) - vc0) / cs.dt
+
+    def _place_coarse(self, xc0: np.ndarray, vc0: np.ndarray) -> None:
+        cs = self.coarse
+        cs.set_positions(xc0)
+        cs.set_velocities(vc0)
+        idx = cs.model.host_pin_indices
+        if len(idx):
+            t = xc0[idx].astype(np.float32)
+            cs.state.pin_start.assign(t)
+            cs.state.pin_end.assign(t)
 
     def tau(self, xf: np.ndarray, xc0: np.ndarray) -> np.ndarray:
         """τ = Pᵀ·f_f(x_f) − f_c(x_c⁰) (N_c, 3) [N]; fine pinned vertices contribute no residual (their pin
@@ -89,24 +131,37 @@ class FASCorrection(CoarseCorrection):
         return rc - self.coarse_forces.forces(xc0)
 
     def correct(self) -> None:
+        """One FAS correction (module docstring). With ``tau="frame"`` and no fine frame run yet, nothing."""
+        if self.tau_mode == "frame" and self._fine_frame_force is None:
+            return
         L, f, c = self.levels, self.fine, self.coarse_level
         xf = self.sim.positions().astype(np.float64)
         vf = self.sim.velocities().astype(np.float64)
         xc0 = L.map(xf, f, c)
-        tau = self.tau(xf, xc0)
+        vc0 = L.map(vf, f, c) if self.velocity_mode == "prolong" else np.zeros_like(xc0)
+        if self.tau_mode == "frame" and self._fine_frame_force is not None:
+            rf = self._fine_frame_force.copy()
+            rf[self.sim.simulator.model.host_pinned] = 0.0
+            rc = np.asarray(self.P.T @ rf)
+            self.last_restricted_residual = float(np.sqrt(np.mean(np.sum(rc * rc, axis=1))))
+            tau = rc - self._frame_force_coarse(xc0, vc0)
+        else:
+            tau = self.tau(xf, xc0)
         self.last_tau_norm = float(np.sqrt(np.mean(np.sum(tau * tau, axis=1))))
         cs = self.coarse
         cs.set_external_forces(tau)
-        cs.set_positions(xc0)
-        vc0 = L.map(vf, f, c) if self.velocity_mode == "prolong" else np.zeros_like(xc0)
-        cs.set_velocities(vc0)
-        idx = cs.model.host_pin_indices
-        if len(idx):
-            t = xc0[idx].astype(np.float32)
-            cs.state.pin_start.assign(t)
-            cs.state.pin_end.assign(t)
+        self._place_coarse(xc0, vc0)
         if self.coarse_dt is None:
-            cs.step(self.coarse_frames)
+            ke_prev = None
+            for _ in range(self.coarse_frames):
+                cs.step(1)
+                if self.coarse_kinetic:
+                    vc = cs.velocities().astype(np.float64)
+                    ke = float(np.sum(self._coarse_mass[:, 0] * np.sum(vc * vc, axis=1)))
+                    if ke_prev is not None and ke < ke_prev:
+                        cs.set_velocities(np.zeros_like(vc))
+                        ke = 0.0
+                    ke_prev = ke
         else:
             for _ in range(self.coarse_frames):
                 relax(cs, substeps=1, iterations=self.coarse_iterations, dt=self.coarse_dt)

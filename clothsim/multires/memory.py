@@ -165,7 +165,8 @@ def estimate_simulator_bytes(cloths, *, self_collision: bool, colliders=(), mode
     state = 3 * 12 * n + 2 * 12 * p
     k = len(colliders)
     # x_prev, y, normals, two Chebyshev history buffers (vec3 each), bad flag, θ per hinge, placeholder arguments
-    scratch = 5 * 12 * n + 4 + 4 * b + (4 + 4) + (4 + 12 + 8)
+    # (contacts off, external forces off: one vec3)
+    scratch = 5 * 12 * n + 4 + 4 * b + (4 + 4) + (4 + 12 + 8) + 12
     if self_collision or k:
         scratch += 3 * 12 * n  # frame backup
     collision = 40 * max(1, k) * n  # contact planes
@@ -182,7 +183,8 @@ def estimate_simulator_bytes(cloths, *, self_collision: bool, colliders=(), mode
                       + 12 * ec + 24 + 24 * nc_tot + 24 * ec + 8 * e + 12 * m + 4 * e * (1 + collider_capacities[0]) + 4 * m * (1 + collider_capacities[1])
                       + 4 + 8)
     if self_collision:
-        collision += (36 * n + 24 * max(e, 1) + 4 * n + 4 * m + 4 * e + 4 * n + 4 * n + 4 + 12
+        # bounds of the three BVHs: per vertex, per triangle and per edge (lower, upper vec3 each)
+        collision += (36 * n + 24 * m + 24 * max(e, 1) + 4 * n + 4 * m + 4 * e + 4 * n + 4 * n + 4 + 12
                       + 4 * n * self_capacities[0] + 4 * m * self_capacities[1] + 4 * e * self_capacities[2] + 12 * m + 8 * e)
     out = {"constraints": int(model_bytes), "state": int(state), "scratch": int(scratch), "collision": int(collision)}
     out["total"] = sum(out.values())
