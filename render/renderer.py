@@ -11,7 +11,9 @@ then meshes; linear shading, tone map, sRGB encode in the fragment shader) -> re
 
 from __future__ import annotations
 
+import itertools
 import math
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
@@ -30,6 +32,12 @@ from .sheen import stored_sheen_albedo_table
 MAX_IMAGE_SIDE = 8192
 GL_SRGB8_ALPHA8 = 0x8C43
 TONEMAPS = {"neutral": 0, "filmic": 1}
+SHADING = ("auto", "deferred", "forward")
+# "auto": deferred from this many triangles per image pixel on (1080p llvmpipe, shadows: forward was
+# 1.17x faster at 0.05 triangles/px (100 k), deferred 1.8x faster at 0.48 (1 M); see benchmarks/render.py)
+DEFERRED_MIN_TRIANGLES_PER_PIXEL = 0.2
+_VERSIONS = itertools.count(1)   # GL content versions, unique across meshes (shadow-map reuse keys)
+GROUND_SLOT = 4095   # the floor's slot in the G-buffer (meshes are 1, 2, ...; 0 = nothing drawn)
 
 
 @dataclass(frozen=True)
@@ -47,6 +55,14 @@ class RenderSettings:
         ground: draw the shadow-catching floor at the lowest point of all meshes (or ``ground_y``).
         ground_y: floor height [m]; None = lowest vertex of all meshes.
         shadow_map_size, contact_map_size: [px].
+        shading: "deferred" (a G-buffer pass, then each pixel's distinct MSAA samples shaded
+            once, the resolve folded in), "forward" (every fragment shaded; used anyway for 1
+            sample, overlays and window framebuffers) or "auto" (default: deferred when the visible
+            meshes have >= DEFERRED_MIN_TRIANGLES_PER_PIXEL triangles per image pixel, where small
+            triangles make forward shading wasteful). Same image within a few levels at edges.
+        reuse_maps: keep the key shadow map and the contact map while the meshes' positions and
+            the light's projection are unchanged (views of one drape under scene lights, or the
+            same view again); False redraws them every frame.
         rig: the lights: the camera-relative :class:`StudioRig` (default) or world-fixed
             :class:`SceneLights` (a list of SceneLight is wrapped into one).
     """
@@ -64,6 +80,8 @@ class RenderSettings:
     shadow_map_size: int = 2048
     contact_map_size: int = 512
     rig: StudioRig | SceneLights = field(default_factory=StudioRig)
+    shading: str = "auto"
+    reuse_maps: bool = True
 
     def __post_init__(self) -> None:
         for key in ("width", "height"):
@@ -72,6 +90,8 @@ class RenderSettings:
                 raise cs.InputError(f"image {key} must be an integer in [1, {MAX_IMAGE_SIDE}] px, got {v!r}")
         if self.tonemap not in TONEMAPS:
             raise cs.InputError(f"tonemap must be one of {', '.join(TONEMAPS)}, got {self.tonemap!r}")
+        if self.shading not in SHADING:
+            raise cs.InputError(f"shading must be one of {', '.join(SHADING)}, got {self.shading!r}")
         if self.samples < 1:
             raise cs.InputError(f"samples must be >= 1, got {self.samples}")
         object.__setattr__(self, "background", parse_colour(self.background))
@@ -125,6 +145,7 @@ class _GpuMesh:
         self.index_count = 0
         self.triangles_ref = None
         self.vertices_ref = None
+        self.version = 0        # a new number whenever the GL positions or triangles change (map reuse)
         self.vaos: dict[tuple, object] = {}
         self.bounds: tuple[np.ndarray, np.ndarray] | None = None
 
@@ -158,6 +179,9 @@ class Renderer:
         self._meshes: dict[str, _GpuMesh] = {}
         self._textures: dict[tuple, object] = {}
         self._targets: dict[tuple, tuple] = {}
+        # what each shadow/contact map holds: reused while the meshes and the light stay the same
+        # (views of one drape under lights fixed in the world, or the same view again)
+        self._map_keys: dict[tuple, tuple] = {}
         self._released = False
         self.max_samples = int(self.ctx.max_samples)
         self._interop = None
@@ -166,6 +190,12 @@ class Renderer:
         self._sheen_lut.filter = (self.ctx.LINEAR, self.ctx.LINEAR)
         self._sheen_lut.repeat_x = self._sheen_lut.repeat_y = False
         self.stats: dict[str, float] = {}
+        #: True: every pass ends with glFinish and its wall time [s] goes to ``stats`` (setup,
+        #: shadow, contact, main, ground, resolve, readback). Serialises CPU and GL: profiling only.
+        self.profile = False
+        #: how the last frame was made: {"shading": "forward"|"deferred", "shadow_map"/"contact_map":
+        #: "drawn"|"reused"|"none"}
+        self.frame_info: dict[str, str] = {}
 
     # ------------------------------------------------------------------ lifetime
     def __enter__(self) -> "Renderer":
@@ -219,6 +249,10 @@ class Renderer:
                 color = ctx.renderbuffer(size, 4, samples=samples)
                 depth = ctx.depth_renderbuffer(size, samples=samples)
                 objs = (ctx.framebuffer([color], depth), color, depth)
+            elif kind == "gbuffer":   # deferred shading: position+slot (32F), normal+roughness, base+metallic (16F)
+                tex = [ctx.texture(size, 4, dtype=dt, samples=samples) for dt in ("f4", "f2", "f2")]
+                depth = ctx.depth_renderbuffer(size, samples=samples)
+                objs = (ctx.framebuffer(tex, depth), *tex, depth)
             elif kind == "resolve":
                 color = ctx.renderbuffer(size, 4)
                 objs = (ctx.framebuffer([color]), color)
@@ -300,11 +334,13 @@ class Renderer:
                 gm.ibo = ctx.buffer(item.triangles.tobytes())
             gm.index_count = item.triangles.size
             gm.triangles_ref = item.triangles
+            gm.version = next(_VERSIONS)
         if upload and gm.vertices_ref is not item.vertices:
             # CPU path: a plain upload of positions and normals (the GPU path is render.interop)
             gm.vbo_pos.write(item.vertices.tobytes())
             gm.vbo_nrm.write(vertex_normals(item.vertices, item.triangles).tobytes())
             gm.vertices_ref = item.vertices
+            gm.version = next(_VERSIONS)
             gm.bounds = _bounds(item.vertices)
         has_uv = item.uvs is not None
         if has_uv and (gm.vbo_uv is None or gm.vbo_uv.size != n * 8):
@@ -347,6 +383,7 @@ class Renderer:
             self._interop = WarpGLInterop()
         self._interop.copy_positions(gm, key, positions)
         gm.vertices_ref = None  # the GL data came from the device; the next numpy frame re-uploads
+        gm.version = next(_VERSIONS)
         return self._interop.bounds(positions)
 
     # ------------------------------------------------------------------ frame
@@ -400,6 +437,17 @@ class Renderer:
         for m in meshes:
             m.material.check_files()
         ctx = self.ctx
+        clock = [time.perf_counter()]
+        self.frame_info = {"shadow_map": "none", "contact_map": "none"}
+        if self.profile:
+            self.stats = {}
+
+        def mark(name: str) -> None:
+            if self.profile:
+                ctx.finish()
+                t = time.perf_counter()
+                self.stats[name] = self.stats.get(name, 0.0) + t - clock[0]
+                clock[0] = t
         w, h = s.width, s.height
         aspect = w / h
         device_positions = dict(device_positions or {})
@@ -431,6 +479,7 @@ class Renderer:
         view_proj = proj @ view
         lights = s.rig.resolve(camera)
         key_dir = lights.shadow_dir
+        mark("setup")
         draw_ground = s.ground and s.shadows
         key_shadow = s.shadows and key_dir is not None
 
@@ -452,14 +501,23 @@ class Renderer:
                                up=(0.0, 1.0, 0.0) if abs(key_dir[1]) < 0.99 else (0.0, 0.0, 1.0), name="key")
             light_vp = _ortho(-s_radius, s_radius, -s_radius, s_radius, s_radius * 0.5, s_radius * 3.5) @ light_cam.view_matrix()
             shadow_objs = self._target("depth", (s.shadow_map_size, s.shadow_map_size))
-            fbo = shadow_objs[0]
-            fbo.use()
-            fbo.clear(depth=1.0)
-            ctx.enable(ctx.DEPTH_TEST)
-            ctx.disable(ctx.CULL_FACE)
-            self._draw_depth(meshes, gms, light_vp)
+            versions = tuple(gm.version for gm in gms)
+            map_key = ("shadow", versions, light_vp.tobytes())
+            target_key = ("depth", (s.shadow_map_size, s.shadow_map_size), 0)
+            if not s.reuse_maps or self._map_keys.get(target_key) != map_key:
+                fbo = shadow_objs[0]
+                fbo.use()
+                fbo.clear(depth=1.0)
+                ctx.enable(ctx.DEPTH_TEST)
+                ctx.disable(ctx.CULL_FACE)
+                self._draw_depth(meshes, gms, light_vp)
+                self._map_keys[target_key] = map_key
+                self.frame_info["shadow_map"] = "drawn"
+            else:
+                self.frame_info["shadow_map"] = "reused"
             depth_range = 3.0 * s_radius
             light_size_uv = depth_range * math.tan(math.radians(lights.key_angle_deg)) / (2.0 * s_radius)
+            mark("shadow")
 
         if s.shadows:
             # ---- contact map: from the floor looking up, occlusion of the lowest surface
@@ -469,34 +527,56 @@ class Renderer:
                            up=(0.0, 0.0, -1.0), name="contact")
             contact_vp = _ortho(-c_half, c_half, -c_half, c_half, 0.0, 12.0 * contact_h0) @ c_cam.view_matrix()
             contact_objs = self._target("contact", (s.contact_map_size, s.contact_map_size))
-            contact_objs[0].use()
-            contact_objs[0].clear(0.0, 0.0, 0.0, 0.0)
-            ctx.disable(ctx.DEPTH_TEST)
-            ctx.enable(ctx.BLEND)
-            ctx.blend_equation = ctx.MAX
-            prog = self.programs.get("contact.vert", "contact.frag")
-            _set(prog, "u_view_proj", _f32(contact_vp))
-            _set(prog, "u_ground_y", ground_y)
-            _set(prog, "u_contact_height", contact_h0)
-            for gm in gms:
-                self._vao(gm, prog, False, True).render()
-            ctx.blend_equation = ctx.FUNC_ADD
-            ctx.disable(ctx.BLEND)
-            contact_objs[1].build_mipmaps()
+            map_key = ("contact", tuple(gm.version for gm in gms), contact_vp.tobytes(), ground_y, contact_h0)
+            target_key = ("contact", (s.contact_map_size, s.contact_map_size), 0)
+            if not s.reuse_maps or self._map_keys.get(target_key) != map_key:
+                contact_objs[0].use()
+                contact_objs[0].clear(0.0, 0.0, 0.0, 0.0)
+                ctx.disable(ctx.DEPTH_TEST)
+                ctx.enable(ctx.BLEND)
+                ctx.blend_equation = ctx.MAX
+                prog = self.programs.get("contact.vert", "contact.frag")
+                _set(prog, "u_view_proj", _f32(contact_vp))
+                _set(prog, "u_ground_y", ground_y)
+                _set(prog, "u_contact_height", contact_h0)
+                for gm in gms:
+                    self._vao(gm, prog, False, True).render()
+                ctx.blend_equation = ctx.FUNC_ADD
+                ctx.disable(ctx.BLEND)
+                contact_objs[1].build_mipmaps()
+                self._map_keys[target_key] = map_key
+                self.frame_info["contact_map"] = "drawn"
+            else:
+                self.frame_info["contact_map"] = "reused"
             # blur radius ~ 2.5% of the contact map's width
             blur_px = 0.025 * s.contact_map_size
             contact_lod = math.log2(max(blur_px, 1.0))
+            mark("contact")
 
-        # ---- colour pass into the MSAA target
+        # ---- colour pass into the MSAA target: forward (shade every fragment; the preview window
+        # and overlays) or deferred (G-buffer, then shade each pixel's distinct samples once)
         samples = max(1, min(s.samples, self.max_samples))
-        msaa = self._target("msaa", (w, h), samples if samples > 1 else 0)
-        fbo = msaa[0]
-        fbo.use()
-        bg_srgb = np.asarray(s.background)
-        if s.transparent:
-            fbo.clear(0.0, 0.0, 0.0, 0.0, depth=1.0)
+        if s.shading == "auto":
+            tris = sum(len(m.triangles) for m in meshes if m.material.visible)
+            want_deferred = tris >= DEFERRED_MIN_TRIANGLES_PER_PIXEL * w * h
         else:
-            fbo.clear(*bg_srgb, 1.0, depth=1.0)
+            want_deferred = s.shading == "deferred"
+        deferred = want_deferred and samples > 1 and overlay is None and framebuffer is None
+        self.frame_info["shading"] = "deferred" if deferred else "forward"
+        bg_srgb = np.asarray(s.background)
+        if deferred:
+            g = self._target("gbuffer", (w, h), samples)
+            fbo = g[0]
+            fbo.use()
+            fbo.clear(0.0, 0.0, 0.0, 0.0, depth=1.0)       # slot 0: nothing drawn
+        else:
+            msaa = self._target("msaa", (w, h), samples if samples > 1 else 0)
+            fbo = msaa[0]
+            fbo.use()
+            if s.transparent:
+                fbo.clear(0.0, 0.0, 0.0, 0.0, depth=1.0)
+            else:
+                fbo.clear(*bg_srgb, 1.0, depth=1.0)
         ctx.enable(ctx.DEPTH_TEST)
         ctx.disable(ctx.CULL_FACE)
         ctx.disable(ctx.BLEND)
@@ -510,29 +590,10 @@ class Renderer:
             _set(prog, "u_light_size_uv", light_size_uv)
             _set(prog, "u_shadow_bias", 0.0015)
 
-        tonemap = TONEMAPS[s.tonemap]
-        for item, gm in zip(meshes, gms):
-            mat: Material = item.material
-            if not mat.visible:
-                continue
-            defines = {"TONEMAP": tonemap, "SHADOWS": key_shadow, "LIGHT_COUNT": lights.count}
-            uv_ok = item.uvs is not None
-            if mat.textured and not uv_ok:
-                raise cs.InputError(f"mesh {item.name!r}: material {mat.name!r} has textures but the mesh has no uvs")
-            uv_ok = uv_ok and mat.textured
-            defines["HAS_UV"] = uv_ok
-            defines["HAS_BASE_TEXTURE"] = mat.base_texture is not None
-            defines["HAS_NORMAL_MAP"] = mat.normal_map is not None
-            defines["HAS_MR_TEXTURE"] = mat.metallic_roughness_texture is not None
-            prog = self.programs.get("mesh.vert", "mesh.frag", defines)
-            _set(prog, "u_view_proj", _f32(view_proj))
+        def bind_lighting(prog) -> None:
+            """Lights, environment, sheen table, exposure, shadow map: what shade_surface reads."""
             _set(prog, "u_camera_pos", tuple(camera.position))
             _set(prog, "u_exposure", s.exposure)
-            _set(prog, "u_base_color", tuple(srgb_to_linear(mat.base_color)) + (1.0,))
-            _set(prog, "u_metallic", mat.metallic)
-            _set(prog, "u_roughness", mat.roughness)
-            _set(prog, "u_sheen_color", tuple(srgb_to_linear(mat.sheen_color)))
-            _set(prog, "u_sheen_roughness", mat.sheen_roughness)
             self._sheen_lut.use(location=0)
             _set(prog, "u_sheen_lut", 0)
             _set(prog, "u_env_intensity", lights.env_intensity)
@@ -544,6 +605,56 @@ class Renderer:
                 _set(prog, "u_light_radiance", lights.radiance.tobytes())
                 _set(prog, "u_light_axis", lights.axis.tobytes())
                 _set(prog, "u_light_cone", lights.cone.tobytes())
+            if key_shadow:
+                bind_shadows(prog)
+
+        def bind_ground(prog) -> None:
+            _set(prog, "u_view_proj", _f32(view_proj))
+            _set(prog, "u_ground_y", ground_y)
+            # only where a shadow can fall (the key's shadow-map footprint on the floor); outside
+            # it the cleared backdrop is the same colour, so the floor needs no shading there
+            _set(prog, "u_ground_extent", (s_lo[0], s_lo[2], s_hi[0], s_hi[2]))
+            _set(prog, "u_ground_fade", 0.25 * min(s_hi[0] - s_lo[0], s_hi[2] - s_lo[2]))
+            _set(prog, "u_background", tuple(bg_srgb))
+            _set(prog, "u_shadow_strength", 0.38)
+            _set(prog, "u_contact_strength", 0.55)
+            if key_shadow:
+                bind_shadows(prog)
+            contact_objs[1].use(location=5)
+            _set(prog, "u_contact_occ", 5)
+            _set(prog, "u_contact_view_proj", _f32(contact_vp))
+            _set(prog, "u_contact_lod", contact_lod)
+            _set(prog, "u_contact_radius_uv", blur_px / s.contact_map_size)
+
+        tonemap = TONEMAPS[s.tonemap]
+        visible = []
+        for item, gm in zip(meshes, gms):
+            mat: Material = item.material
+            if not mat.visible:
+                continue
+            visible.append(mat)
+            uv_ok = item.uvs is not None
+            if mat.textured and not uv_ok:
+                raise cs.InputError(f"mesh {item.name!r}: material {mat.name!r} has textures but the mesh has no uvs")
+            uv_ok = uv_ok and mat.textured
+            defines = {"HAS_UV": uv_ok, "HAS_BASE_TEXTURE": mat.base_texture is not None,
+                       "HAS_NORMAL_MAP": mat.normal_map is not None,
+                       "HAS_MR_TEXTURE": mat.metallic_roughness_texture is not None}
+            if deferred:
+                defines["GBUFFER"] = True
+            else:
+                defines.update({"TONEMAP": tonemap, "SHADOWS": key_shadow, "LIGHT_COUNT": lights.count})
+            prog = self.programs.get("mesh.vert", "mesh.frag", defines)
+            _set(prog, "u_view_proj", _f32(view_proj))
+            _set(prog, "u_base_color", tuple(srgb_to_linear(mat.base_color)) + (1.0,))
+            _set(prog, "u_metallic", mat.metallic)
+            _set(prog, "u_roughness", mat.roughness)
+            if deferred:
+                _set(prog, "u_slot", float(len(visible)))
+            else:
+                _set(prog, "u_sheen_color", tuple(srgb_to_linear(mat.sheen_color)))
+                _set(prog, "u_sheen_roughness", mat.sheen_roughness)
+                bind_lighting(prog)
             if mat.textured:
                 _set(prog, "u_uv_scale", tuple(mat.uv_scale))
             if mat.base_texture is not None:
@@ -556,35 +667,25 @@ class Renderer:
             if mat.metallic_roughness_texture is not None:
                 self._texture(mat.metallic_roughness_texture, srgb=False).use(location=6)
                 _set(prog, "u_mr_texture", 6)
-            if key_shadow:
-                bind_shadows(prog)
             fbo.use()
             self._vao(gm, prog, uv_ok, False).render()
 
         if draw_ground:
-            prog = self.programs.get("ground.vert", "ground.frag", {"TRANSPARENT": s.transparent, "KEY_SHADOW": key_shadow})
-            _set(prog, "u_view_proj", _f32(view_proj))
-            _set(prog, "u_ground_y", ground_y)
-            # only where a shadow can fall (the key's shadow-map footprint on the floor); outside
-            # it the cleared backdrop is the same colour, so the floor needs no shading there
-            extent = (s_lo[0], s_lo[2], s_hi[0], s_hi[2])
-            _set(prog, "u_ground_extent", extent)
-            _set(prog, "u_ground_fade", 0.25 * min(s_hi[0] - s_lo[0], s_hi[2] - s_lo[2]))
-            _set(prog, "u_background", tuple(bg_srgb))
-            _set(prog, "u_shadow_strength", 0.38)
-            _set(prog, "u_contact_strength", 0.55)
-            if key_shadow:
-                bind_shadows(prog)
-            contact_objs[1].use(location=5)
-            _set(prog, "u_contact_occ", 5)
-            _set(prog, "u_contact_view_proj", _f32(contact_vp))
-            _set(prog, "u_contact_lod", contact_lod)
-            _set(prog, "u_contact_radius_uv", blur_px / s.contact_map_size)
+            if deferred:
+                prog = self.programs.get("ground.vert", "ground.frag", {"GBUFFER": True})
+                _set(prog, "u_view_proj", _f32(view_proj))
+                _set(prog, "u_ground_y", ground_y)
+                _set(prog, "u_ground_extent", (s_lo[0], s_lo[2], s_hi[0], s_hi[2]))
+                _set(prog, "u_slot", float(GROUND_SLOT))
+            else:
+                prog = self.programs.get("ground.vert", "ground.frag", {"TRANSPARENT": s.transparent, "KEY_SHADOW": key_shadow})
+                bind_ground(prog)
             fbo.use()
             # drawn after the meshes: the depth test keeps it behind them, and it never overwrites cloth
             ctx.depth_func = "<="
             self._ground_vao(prog).render(mode=ctx.TRIANGLE_STRIP, vertices=4)
             ctx.depth_func = "<"
+        mark("main")
 
         if overlay is not None:
             fbo.use()
@@ -596,17 +697,43 @@ class Renderer:
             ctx.copy_framebuffer(framebuffer, fbo)
             return None
 
-        # ---- resolve and read back
-        if samples > 1:
-            resolve = self._target("resolve", (w, h))[0]
-            ctx.copy_framebuffer(resolve, fbo)
-            src = resolve
+        if deferred:
+            # ---- shade each pixel's distinct samples once, tone map, average: the resolve folded in
+            src = self._target("resolve", (w, h))[0]
+            src.use()
+            ctx.disable(ctx.DEPTH_TEST)
+            defines = {"SAMPLES": samples, "SLOTS": max(len(visible), 1), "GROUND_SLOT": GROUND_SLOT,
+                       "LIGHT_COUNT": lights.count, "SHADOWS": key_shadow, "KEY_SHADOW": key_shadow,
+                       "TRANSPARENT": s.transparent, "HAS_GROUND": draw_ground, "TONEMAP": tonemap}
+            prog = self.programs.get("deferred.vert", "deferred.frag", defines)
+            bind_lighting(prog)
+            if draw_ground:
+                bind_ground(prog)
+            for loc, (name, tex) in enumerate(zip(("u_g_position", "u_g_normal", "u_g_base"), g[1:4]), start=7):
+                tex.use(location=loc)
+                _set(prog, name, loc)
+            _set(prog, "u_clear", (0.0, 0.0, 0.0, 0.0) if s.transparent else (*bg_srgb, 1.0))
+            _, fov_y = camera.fov(aspect)
+            _set(prog, "u_merge_scale", 0.5 * 2.0 * math.tan(0.5 * fov_y) / h)
+            if visible:
+                _set(prog, "u_sheen_colors", np.array([srgb_to_linear(m.sheen_color) for m in visible], np.float32).tobytes())
+                _set(prog, "u_sheen_roughnesses",
+                     np.array([min(max(m.sheen_roughness, 0.03), 1.0) for m in visible], np.float32).tobytes())
+            self._ground_vao(prog).render(mode=ctx.TRIANGLES, vertices=3)
+            ctx.enable(ctx.DEPTH_TEST)
+            mark("shade")
+        elif samples > 1:
+            # ---- resolve
+            src = self._target("resolve", (w, h))[0]
+            ctx.copy_framebuffer(src, fbo)
+            mark("resolve")
         else:
             src = fbo
         # read straight into a fresh array (no zero fill, no intermediate bytes) and return it
         # flipped as a view (GL's first row is the bottom one): no extra 8 MB copy at 1080p
         buf = np.empty((h, w, 4), dtype=np.uint8)
         src.read_into(buf, components=4, alignment=1)
+        mark("readback")
         img = buf[::-1]
         if s.transparent:
             img = _unpremultiply(img)
@@ -630,7 +757,8 @@ class Renderer:
                 continue
             kind, (w, h), samples = key
             px = w * h * max(int(samples), 1)
-            targets += {"msaa": 8 * px, "resolve": 4 * px, "depth": 4 * px, "contact": int(2 * px * 4 / 3)}[kind]
+            targets += {"msaa": 8 * px, "resolve": 4 * px, "depth": 4 * px, "contact": int(2 * px * 4 / 3),
+                        "gbuffer": 36 * px}[kind]
         return {"meshes": int(meshes), "textures": int(textures), "targets": int(targets),
                 "total": int(meshes + textures + targets)}
 
@@ -662,6 +790,7 @@ class Renderer:
         far = far or camera.far or (dist + 5.0 * radius)
         vp = camera.projection_matrix(width / height, near, far) @ camera.view_matrix()
         objs = self._target("depth", (width, height))
+        self._map_keys.pop(("depth", (width, height), 0), None)   # no longer a shadow map
         objs[0].use()
         objs[0].clear(depth=1.0)
         self.ctx.enable(self.ctx.DEPTH_TEST)

@@ -2,7 +2,8 @@
 // Forward PBR shading of one material under LIGHT_COUNT punctual lights (render.lighting.LightSet:
 // the studio rig or scene lights) and the environment dome; writes display-encoded colour.
 // Defines: LIGHT_COUNT, HAS_UV, HAS_BASE_TEXTURE, HAS_NORMAL_MAP, HAS_MR_TEXTURE, SHADOWS (light 0 casts the shadow
-// map), TONEMAP (0 neutral, 1 filmic).
+// map), TONEMAP (0 neutral, 1 filmic); GBUFFER: write the material's inputs to the deferred pass's
+// G-buffer (position and slot, shading normal and roughness, base colour and metallic) instead.
 
 #ifndef LIGHT_COUNT
 #define LIGHT_COUNT 3
@@ -12,9 +13,7 @@
 #include "include/brdf.glsl"
 #include "include/environment.glsl"
 #include "include/tonemap.glsl"
-#ifdef SHADOWS
-#include "include/shadow.glsl"
-#endif
+#include "include/surface.glsl"
 
 in vec3 v_world;
 in vec3 v_normal;
@@ -28,8 +27,6 @@ uniform float u_metallic;
 uniform float u_roughness;
 uniform vec3 u_sheen_color;         // linear
 uniform float u_sheen_roughness;
-uniform sampler2D u_sheen_lut;      // E(mu, sheen roughness): x = N.V, y = sheen roughness
-uniform float u_env_intensity;
 #ifdef HAS_UV
 uniform vec2 u_uv_scale;
 #endif
@@ -44,17 +41,15 @@ uniform vec2 u_normal_scale;        // (scale, +-scale): y negated when green ru
 uniform sampler2D u_mr_texture;     // glTF metallicRoughnessTexture: G roughness, B metallic (linear)
 #endif
 
-// Punctual lights. vec: directional (unit direction towards the light, 0), point/spot (position, 1);
-// radiance: illuminance (directional) or intensity [cd] x colour (point/spot, divided by d^2);
-// spot: axis (the way the light travels) and cone (scale, offset) of KHR_lights_punctual.
-#if LIGHT_COUNT > 0
-uniform vec4 u_light_vec[LIGHT_COUNT];
-uniform vec3 u_light_radiance[LIGHT_COUNT];
-uniform vec3 u_light_axis[LIGHT_COUNT];
-uniform vec2 u_light_cone[LIGHT_COUNT];
-#endif
 
+#ifdef GBUFFER
+uniform float u_slot;               // this mesh's material slot in the deferred pass (1, 2, ...)
+layout(location = 0) out vec4 g_position;   // world position [m], slot
+layout(location = 1) out vec4 g_normal;     // unit shading normal (viewer's side), roughness
+layout(location = 2) out vec4 g_base;       // linear base colour, metallic
+#else
 out vec4 frag_color;
+#endif
 
 #ifdef HAS_NORMAL_MAP
 // Tangent frame from screen-space derivatives (C. Schüler, "Normal mapping without precomputed
@@ -97,53 +92,14 @@ void main() {
 #endif
     m.sheen_color = u_sheen_color;
     m.sheen_roughness = clamp(u_sheen_roughness, 0.03, 1.0);
-    float n_v = clamp(abs(dot(n, v)), 1e-4, 1.0);
-    m.sheen_albedo_e = texture(u_sheen_lut, vec2(n_v, m.sheen_roughness)).r;
-
-    float key_vis = 1.0;
-#ifdef SHADOWS
-    // slope-scaled bias: steeper surfaces need more
-    float n_l_raw = dot(n, u_light_vec[0].xyz);
-    if (n_l_raw <= 0.0) {
-        key_vis = 0.0;                     // facing away from the key: no lookup needed
-    } else {
-        float n_l = clamp(n_l_raw, 0.05, 1.0);
-        key_vis = key_visibility(v_world, 0.0015 * sqrt(1.0 - n_l * n_l) / n_l);
-    }
-#endif
-
-    vec3 color = vec3(0.0);
-#if LIGHT_COUNT > 0
-    for (int i = 0; i < LIGHT_COUNT; ++i) {
-        vec4 lv = u_light_vec[i];
-        vec3 l = lv.xyz;
-        vec3 radiance = u_light_radiance[i];
-        if (lv.w != 0.0) {                       // point / spot: inverse square, cone
-            vec3 d = lv.xyz - v_world;
-            float d2 = max(dot(d, d), 1e-8);
-            l = d * inversesqrt(d2);
-            float cone = clamp(dot(-l, u_light_axis[i]) * u_light_cone[i].x + u_light_cone[i].y, 0.0, 1.0);
-            radiance *= cone * cone / d2;
-        }
-        vec3 c = shade_light(m, n, v, l, radiance);
-#ifdef SHADOWS
-        if (i == 0) c *= key_vis;
-#endif
-        color += c;
-    }
-#endif
-
-    // environment: diffuse irradiance + split-sum specular, scaled like the direct lobes
-    vec3 f0 = mix(vec3(0.04), m.base_color, m.metallic);
-    vec2 ab = env_brdf_approx(n_v, m.roughness);
-    vec3 spec_env = env_radiance(reflect(-v, n), m.roughness) * (f0 * ab.x + ab.y);
-    vec3 diff_env = env_irradiance(n) * mix(m.base_color, vec3(0.0), m.metallic);
-    float albedo_scaling = 1.0 - max3(m.sheen_color) * m.sheen_albedo_e;
-    vec3 sheen_env = m.sheen_color * m.sheen_albedo_e * env_irradiance(n);
-    // the key light's shadow also dims the ambient a little: occluded folds read as folds
-    float ambient_occ = mix(0.75, 1.0, key_vis);
-    color += u_env_intensity * ambient_occ * (albedo_scaling * (diff_env + spec_env) + sheen_env);
+#ifdef GBUFFER
+    g_position = vec4(v_world, u_slot);
+    g_normal = vec4(n, m.roughness);
+    g_base = vec4(m.base_color, m.metallic);
+#else
+    vec3 color = shade_surface(m, n, v, v_world);
 
     color = tonemap(color * u_exposure);
     frag_color = vec4(linear_to_srgb(color), 1.0);   // premultiplied by alpha = 1
+#endif
 }

@@ -26,7 +26,9 @@ float v_smith_ggx(float n_l, float n_v, float alpha) {
 }
 
 vec3 f_schlick(vec3 f0, float v_h) {
-    return f0 + (1.0 - f0) * pow(1.0 - v_h, 5.0);
+    float x = 1.0 - v_h;
+    float x2 = x * x;
+    return f0 + (1.0 - f0) * (x2 * x2 * x);   // (1 - V.H)^5 without pow
 }
 
 // Charlie sheen distribution; alpha = sheenRoughness^2.
@@ -49,17 +51,29 @@ float sheen_l(float x, float alpha) {
     return a / (1.0 + b * pow(x, c)) + d * x + e;
 }
 
+// l_half = sheen_l(0.5, alpha). One sheen_l evaluation (a SIMD rasterizer evaluates both sides of
+// a select, so the two cases share it).
+float sheen_lambda_h(float cos_theta, float alpha, float l_half) {
+    bool low = abs(cos_theta) < 0.5;
+    float l = sheen_l(low ? cos_theta : 1.0 - cos_theta, alpha);
+    return exp(low ? l : 2.0 * l_half - l);
+}
+
 float sheen_lambda(float cos_theta, float alpha) {
-    return abs(cos_theta) < 0.5
-        ? exp(sheen_l(cos_theta, alpha))
-        : exp(2.0 * sheen_l(0.5, alpha) - sheen_l(1.0 - cos_theta, alpha));
+    return sheen_lambda_h(cos_theta, alpha, sheen_l(0.5, alpha));
+}
+
+// The Charlie visibility with the view direction's Lambda precomputed (once per pixel, not per light).
+float v_charlie_pre(float n_l, float n_v, float lambda_v, float alpha, float l_half) {
+    float denom = (1.0 + lambda_v + sheen_lambda_h(n_l, alpha, l_half)) * 4.0 * n_v * n_l;
+    return clamp(1.0 / max(denom, 1e-6), 0.0, 1.0);
 }
 
 float v_charlie(float n_l, float n_v, float sheen_roughness) {
     float alpha = max(sheen_roughness, 1e-3);
     alpha *= alpha;
-    float denom = (1.0 + sheen_lambda(n_v, alpha) + sheen_lambda(n_l, alpha)) * 4.0 * n_v * n_l;
-    return clamp(1.0 / max(denom, 1e-6), 0.0, 1.0);
+    float l_half = sheen_l(0.5, alpha);
+    return v_charlie_pre(n_l, n_v, sheen_lambda_h(n_v, alpha, l_half), alpha, l_half);
 }
 
 struct Material {
@@ -69,9 +83,23 @@ struct Material {
     vec3 sheen_color;       // linear
     float sheen_roughness;  // perceptual
     float sheen_albedo_e;   // E(N.V) of the sheen lobe, from the precomputed table
+    // per pixel, filled in by prepare_sheen(): alpha of the visibility term, sheen_l(0.5, alpha),
+    // and Lambda(N.V)
+    float sheen_v_alpha;
+    float sheen_l_half;
+    float sheen_lambda_v;
 };
 
+// Fill in the view-dependent sheen terms shade_light uses (n_v as shade_light clamps it).
+void prepare_sheen(inout Material m, float n_v) {
+    float alpha = max(m.sheen_roughness, 1e-3);
+    m.sheen_v_alpha = alpha * alpha;
+    m.sheen_l_half = sheen_l(0.5, m.sheen_v_alpha);
+    m.sheen_lambda_v = sheen_lambda_h(n_v, m.sheen_v_alpha, m.sheen_l_half);
+}
+
 // Radiance reflected towards v from a directional light l of radiance `radiance` (times N.L).
+// Call prepare_sheen(m, N.V) first.
 vec3 shade_light(Material m, vec3 n, vec3 v, vec3 l, vec3 radiance) {
     float n_l = clamp(dot(n, l), 0.0, 1.0);
     if (n_l <= 0.0) return vec3(0.0);
@@ -89,7 +117,8 @@ vec3 shade_light(Material m, vec3 n, vec3 v, vec3 l, vec3 radiance) {
     vec3 f_base = f_diffuse + f_specular;
 
     float s_alpha = max(m.sheen_roughness * m.sheen_roughness, 1e-3);
-    vec3 f_sheen = m.sheen_color * d_charlie(n_h, s_alpha) * v_charlie(n_l, n_v, m.sheen_roughness);
+    vec3 f_sheen = m.sheen_color * d_charlie(n_h, s_alpha)
+                 * v_charlie_pre(n_l, n_v, m.sheen_lambda_v, m.sheen_v_alpha, m.sheen_l_half);
     float albedo_scaling = 1.0 - max3(m.sheen_color) * m.sheen_albedo_e;
 
     return (f_sheen + albedo_scaling * f_base) * radiance * n_l;

@@ -1,0 +1,6 @@
+#version 450 core
+// Full-screen triangle for the deferred shading pass (no vertex buffer).
+void main() {
+    vec2 p = vec2(float((gl_VertexID << 1) & 2), float(gl_VertexID & 2));
+    gl_Position = vec4(p * 2.0 - 1.0, 0.0, 1.0);
+}
