@@ -317,6 +317,8 @@ def parse_args(argv=None):
                     "TILE_MAX_VERTICES)")
     ap.add_argument("--block-dim", type=int, default=None,
                     help="CUDA: threads per block of the half-warp solve (clothsim.solver.vbd.BLOCK_DIM)")
+    ap.add_argument("--contact-lanes", type=int, choices=[16, 32], default=None,
+                    help="CUDA: threads per vertex of the solve with contact pairs (clothsim.solver.vbd.CONTACT_LANES)")
     ap.add_argument("--json", default="out/bench/sim_grid.json")
     a = ap.parse_args(argv)
     cuda = a.device.startswith("cuda")
@@ -430,6 +432,8 @@ def main(argv=None):
         _vbd.TILE_MAX_VERTICES = a.tile_max_vertices
     if a.block_dim is not None:
         _vbd.BLOCK_DIM = a.block_dim
+    if a.contact_lanes is not None:
+        _vbd.CONTACT_LANES = a.contact_lanes
     have_newton, newton_info = newton_available()
     if a.compare == "newton" and not have_newton:
         print(f"--compare newton: the 'newton' package is not importable here ({newton_info}); install it "
@@ -442,7 +446,7 @@ def main(argv=None):
                "frame_dt": FRAME_DT, "material": mat.__dict__ | {"shear_modulus": mat.shear_modulus},
                "initial_guess": a.initial_guess, "chebyshev_rho": a.chebyshev_rho,
                "membrane_hessian": a.membrane_hessian, "tile_max_vertices": _vbd.TILE_MAX_VERTICES,
-               "block_dim": _vbd.BLOCK_DIM,
+               "block_dim": _vbd.BLOCK_DIM, "contact_lanes": _vbd.CONTACT_LANES,
                "cases": [], "comparisons": []}
     for kind in kinds:
         for n in a.sizes:

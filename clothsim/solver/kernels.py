@@ -33,8 +33,11 @@ def predict_kernel(
     adaptive: int,
     ext_acc: wp.array(dtype=wp.vec3),
     use_ext: int,
+    cheb: int,
     x_prev: wp.array(dtype=wp.vec3),
     y: wp.array(dtype=wp.vec3),
+    cheb_prev: wp.array(dtype=wp.vec3),
+    cheb_prev2: wp.array(dtype=wp.vec3),
 ):
     """Start a substep: remember x_t, form the inertial target y = x_t + h·v_t + h²·g, and the first guess.
 
@@ -72,6 +75,10 @@ def predict_kernel(
             if use_ext != 0:
                 guess = guess + (h * h) * ext_acc[i]
         x[i] = guess
+        if cheb != 0:
+            # Chebyshev history of the substep's iterations starts at the first guess
+            cheb_prev[i] = guess
+            cheb_prev2[i] = guess
     else:
         y[i] = xi
     v_last[i] = vi
@@ -404,11 +411,21 @@ def vertex_local(
 def vertex_update(
     i: int, f: wp.vec3, H: wp.mat33, x: wp.array(dtype=wp.vec3), x_prev: wp.array(dtype=wp.vec3),
     self_enabled: int, min_dist: wp.array(dtype=float), bound_fraction: float,
+    cheb_omega: float, cheb_prev: wp.array(dtype=wp.vec3), cheb_prev2: wp.array(dtype=wp.vec3),
 ):
-    """x_i ← x_i + H⁻¹f, limited by the self-contact conservative bound."""
+    """x_i ← x_i + H⁻¹f, Chebyshev-accelerated when ``cheb_omega`` > 0, limited by the self-contact
+    conservative bound.
+
+    Chebyshev (Wang 2015; VBD sec. 3.7) is applied to each vertex right after its own update,
+    x_i ← ω(x̂_i − x_i⁽ⁿ⁻²⁾) + x_i⁽ⁿ⁻²⁾, inside the colour pass: a vertex is moved once per iteration,
+    so its history is the same as an after-the-sweep step's, while later colours already see the
+    accelerated neighbours, and no extra pass over all vertices (a launch per iteration) is needed."""
     if wp.abs(wp.determinant(H)) > 1.0e-20:
         xpi = x_prev[i]
         xn = x[i] + wp.inverse(H) * f
+        if cheb_omega > 0.0:
+            p2 = cheb_prev2[i]
+            xn = cheb_omega * (xn - p2) + p2
         if self_enabled != 0:
             # conservative bound: never move farther from the substep start than a fraction of the
             # distance to the nearest non-adjacent primitive found at detection
@@ -417,6 +434,9 @@ def vertex_update(
             bound = bound_fraction * min_dist[i]
             if dl > bound:
                 xn = xpi + d * (bound / dl)
+        if cheb_omega > 0.0:
+            cheb_prev2[i] = cheb_prev[i]
+            cheb_prev[i] = xn
         x[i] = xn
 
 
@@ -450,11 +470,43 @@ def half_warp_sum_block(f: wp.vec3, H: wp.mat33):
     return fs, Hs
 
 
-# threads per vertex in the CUDA kernels: a half warp (the shuffle width above)
+@wp.func_native(
+    """
+    #if defined(__CUDA_ARCH__)
+    float r = v;
+    r += __shfl_xor_sync(0xffffffffu, r, 16);
+    r += __shfl_xor_sync(0xffffffffu, r, 8);
+    r += __shfl_xor_sync(0xffffffffu, r, 4);
+    r += __shfl_xor_sync(0xffffffffu, r, 2);
+    r += __shfl_xor_sync(0xffffffffu, r, 1);
+    return r;
+    #else
+    return v;
+    #endif
+    """
+)
+def _warp_sum(v: float) -> float: ...
+
+
+@wp.func
+def warp_sum_block(f: wp.vec3, H: wp.mat33):
+    """Sum a force and Hessian block over the 32 lanes of a warp (fixed butterfly: deterministic)."""
+    fs = wp.vec3(_warp_sum(f[0]), _warp_sum(f[1]), _warp_sum(f[2]))
+    Hs = wp.mat33(
+        _warp_sum(H[0, 0]), _warp_sum(H[0, 1]), _warp_sum(H[0, 2]),
+        _warp_sum(H[1, 0]), _warp_sum(H[1, 1]), _warp_sum(H[1, 2]),
+        _warp_sum(H[2, 0]), _warp_sum(H[2, 1]), _warp_sum(H[2, 2]),
+    )
+    return fs, Hs
+
+
+# threads per vertex in the CUDA kernels: a half warp (the shuffle width above); the variant with
+# contact pairs may use a whole warp (WARP_LANES), whose lanes share a vertex's contact pairs
 LANES = 16
+WARP_LANES = 32
 
 
-def _make_vbd_solve_kernel(tiled: bool, pair_contacts: bool = True):
+def _make_vbd_solve_kernel(tiled: bool, pair_contacts: bool = True, whole_warp: bool = False):
     """The VBD vertex pass, in variants built from this one source.
 
     tiled = False: one thread per vertex (CPU, lanes = 1, one launch may sweep every colour in order;
@@ -463,6 +515,8 @@ def _make_vbd_solve_kernel(tiled: bool, pair_contacts: bool = True):
     a half-warp shuffle butterfly sums their blocks, lane 0 adds the per-vertex terms and moves the vertex:
     x_i ← x_i + H_i⁻¹ f_i. pair_contacts = False leaves out the contact-pair loops (collider features and
     self contact) at code generation, for models without them: fewer registers, more resident warps.
+    whole_warp = True (with tiled): a whole warp of WARP_LANES = 32 threads per vertex, for colours whose
+    vertices carry many contact pairs (a folded cloth: up to ~200 pairs per vertex).
     The CUDA variants get a module of their own ("unique"), so a CPU run never compiles them.
     """
 
@@ -546,6 +600,10 @@ def _make_vbd_solve_kernel(tiled: bool, pair_contacts: bool = True):
         ee_edge: wp.array(dtype=wp.int32),
         min_dist: wp.array(dtype=float),
         bound_fraction: float,
+        # Chebyshev acceleration (cheb_omega > 0): the two previous iterates
+        cheb_omega: float,
+        cheb_prev: wp.array(dtype=wp.vec3),
+        cheb_prev2: wp.array(dtype=wp.vec3),
     ):
         tid = wp.tid()
         slot = tid
@@ -576,17 +634,21 @@ def _make_vbd_solve_kernel(tiled: bool, pair_contacts: bool = True):
                                               tv_count, tv_vertex, ee_count, ee_edge)
                 fe = fe + fc
                 He = He + Hc
-        if wp.static(tiled):
+        if wp.static(tiled and whole_warp):
+            fe, He = warp_sum_block(fe, He)
+        elif wp.static(tiled):
             fe, He = half_warp_sum_block(fe, He)
         if valid and lane == 0:
             fl, Hl = vertex_local(i, x, x_prev, y, normals, mass, vertex_area, spring, spring_k, v_spring_offsets,
                                   v_spring, h, drag, wind, ground_enabled, ground_height, r, contact_stiffness, mu,
                                   friction_eps, kd, c_point, c_normal, c_vel, c_active, slots)
-            vertex_update(i, fl + fe, Hl + He, x, x_prev, self_enabled, min_dist, bound_fraction)
+            vertex_update(i, fl + fe, Hl + He, x, x_prev, self_enabled, min_dist, bound_fraction, cheb_omega, cheb_prev,
+                          cheb_prev2)
 
     if not tiled and pair_contacts:
         return wp.kernel(vbd_solve, name="vbd_solve_kernel")  # the CPU kernel, in this module
-    name = ("vbd_solve_half_warp" if tiled else "vbd_solve") + ("_kernel" if pair_contacts else "_elastic_kernel")
+    name = (("vbd_solve_warp" if whole_warp else "vbd_solve_half_warp") if tiled else "vbd_solve") + (
+        "_kernel" if pair_contacts else "_elastic_kernel")
     return wp.kernel(vbd_solve, name=name, module="unique")
 
 
@@ -595,25 +657,8 @@ vbd_solve_kernel = _make_vbd_solve_kernel(tiled=False)
 # contact-pair loops
 vbd_solve_half_warp_kernel = _make_vbd_solve_kernel(tiled=True, pair_contacts=True)
 vbd_solve_half_warp_elastic_kernel = _make_vbd_solve_kernel(tiled=True, pair_contacts=False)
+vbd_solve_warp_kernel = _make_vbd_solve_kernel(tiled=True, pair_contacts=True, whole_warp=True)
 vbd_solve_elastic_kernel = _make_vbd_solve_kernel(tiled=False, pair_contacts=False)
-
-
-@wp.kernel
-def chebyshev_kernel(
-    omega: float,
-    inv_mass: wp.array(dtype=float),
-    x: wp.array(dtype=wp.vec3),
-    prev: wp.array(dtype=wp.vec3),
-    prev2: wp.array(dtype=wp.vec3),
-):
-    """Chebyshev step after an iteration: x ← ω(x − x⁽ⁿ⁻²⁾) + x⁽ⁿ⁻²⁾; shift the history."""
-    i = wp.tid()
-    xn = x[i]
-    if inv_mass[i] > 0.0:
-        xn = omega * (xn - prev2[i]) + prev2[i]
-        x[i] = xn
-    prev2[i] = prev[i]
-    prev[i] = xn
 
 
 @wp.kernel

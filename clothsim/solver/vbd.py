@@ -23,6 +23,9 @@ from .self_collision import SelfCollision, disabled_kernel_args
 # 23.5 / 13.1, N=1024 (175k per colour) 110.9 / 178.8; block 64 or 128 within 2 %.
 TILE_MAX_VERTICES = 32768
 BLOCK_DIM = 64
+# CUDA threads per vertex when the model has contact pairs (collider features or self contact):
+# K.LANES (16, a half warp) or K.WARP_LANES (32, a whole warp)
+CONTACT_LANES = 16
 
 
 class SolverVBD:
@@ -58,6 +61,7 @@ class SolverVBD:
         if self.self_contacts is not None:
             self._alloc_backup()
         self.overflow_redos = 0
+        self._cheb_omega = 0.0  # ω of the iteration being launched (0: no Chebyshev)
         self.materials_changed()
         self._graph = None
 
@@ -181,7 +185,8 @@ class SolverVBD:
                 wp.launch(K.lerp_points_kernel, c.vertex_count, inputs=[c.start, c.end, alpha], outputs=[c.points], device=dev)
                 c.mesh.refit()
             wp.launch(K.predict_kernel, n, inputs=[state.x, state.v, state.v_last, m.inv_mass, gravity, h, 1.0 / (1.0 + s.air_damping * h), int(s.initial_guess == "adaptive"),
-                                                  self._ext_arg, int(self.ext_acc is not None)], outputs=[self.x_prev, self.y], device=dev)
+                                                  self._ext_arg, int(self.ext_acc is not None), int(s.chebyshev_rho > 0.0)],
+                      outputs=[self.x_prev, self.y, self.cheb_prev, self.cheb_prev2], device=dev)
             if npins:
                 wp.launch(K.pin_kernel, npins, inputs=[m.pin_indices, state.pin_start, state.pin_end, alpha], outputs=[state.x], device=dev)
             if s.drag > 0.0:
@@ -200,11 +205,10 @@ class SolverVBD:
             omega = 1.0
             for it in range(s.iterations):
                 if rho > 0.0:
-                    # Chebyshev semi-iterative acceleration (Wang 2015; VBD sec. 3.7): x ← ω(x̂ − x⁽ⁿ⁻²⁾) + x⁽ⁿ⁻²⁾
+                    # Chebyshev semi-iterative acceleration (Wang 2015; VBD sec. 3.7), applied per vertex in
+                    # the colour passes (kernels.vertex_update); ω of this iteration:
                     omega = 1.0 if it == 0 else (2.0 / (2.0 - rho * rho) if it == 1 else 4.0 / (4.0 - rho * rho * omega))
-                    if it == 0:
-                        wp.copy(self.cheb_prev, state.x)
-                        wp.copy(self.cheb_prev2, state.x)
+                self._cheb_omega = omega if rho > 0.0 else 0.0
                 if dev.is_cpu:
                     # Warp runs a CPU launch's threads one after another in index order, so one launch over
                     # all colours in sequence is exactly the colour-by-colour Gauss–Seidel sweep (bit for bit)
@@ -213,9 +217,6 @@ class SolverVBD:
                 else:
                     for start, count in m.color_ranges:
                         self._solve_color(state, start, count, h, slots)
-                if rho > 0.0:
-                    wp.launch(K.chebyshev_kernel, n, inputs=[omega, m.inv_mass], outputs=[state.x, self.cheb_prev, self.cheb_prev2],
-                              device=dev)
             wp.launch(K.finish_substep_kernel, n, inputs=[state.x, self.x_prev, h], outputs=[state.v, self.bad], device=dev)
 
     def _solve_color(self, state, start, count, h, slots):
@@ -234,15 +235,20 @@ class SolverVBD:
             m.edges, m.v_edge_offsets, m.v_edge,
             *(self.collider_contacts.kernel_args() if self.collider_contacts is not None else self._collider_off_args),
             *(self.self_contacts.kernel_args() if self.self_contacts is not None else self._self_off_args),
+            self._cheb_omega, self.cheb_prev, self.cheb_prev2,
         ]
         pairs = self.collider_contacts is not None or self.self_contacts is not None
         if m.device.is_cpu:
             wp.launch(K.vbd_solve_kernel, count, inputs=[m.color_vertices, start, count, 1, *args], device=m.device)
         elif count <= TILE_MAX_VERTICES:
-            per_block = BLOCK_DIM // K.LANES
+            lanes = K.WARP_LANES if (pairs and CONTACT_LANES == K.WARP_LANES) else K.LANES
+            per_block = BLOCK_DIM // lanes
             blocks = (count + per_block - 1) // per_block
-            kern = K.vbd_solve_half_warp_kernel if pairs else K.vbd_solve_half_warp_elastic_kernel
-            wp.launch(kern, blocks * BLOCK_DIM, inputs=[m.color_vertices, start, count, K.LANES, *args],
+            if lanes == K.WARP_LANES:
+                kern = K.vbd_solve_warp_kernel
+            else:
+                kern = K.vbd_solve_half_warp_kernel if pairs else K.vbd_solve_half_warp_elastic_kernel
+            wp.launch(kern, blocks * BLOCK_DIM, inputs=[m.color_vertices, start, count, lanes, *args],
                       block_dim=BLOCK_DIM, device=m.device)
         else:
             kern = K.vbd_solve_kernel if pairs else K.vbd_solve_elastic_kernel
