@@ -9,10 +9,10 @@ Imports ``clothsim``; ``clothsim`` never imports ``render``. GLSL lives in ``sha
 
 from .camera import STANDARD_VIEWS, Camera, framed_camera, standard_view
 from .gl import GLUnavailableError, create_headless_context
-from .lighting import Light, StudioRig
+from .lighting import Light, SceneLight, SceneLights, StudioRig
 from .material import Material, MeshItem, parse_colour
 from .renderer import RenderSettings, Renderer
 
 __all__ = ["Camera", "GLUnavailableError", "Light", "Material", "MeshItem", "RenderSettings", "Renderer",
-           "STANDARD_VIEWS", "StudioRig", "create_headless_context", "framed_camera", "parse_colour",
+           "STANDARD_VIEWS", "SceneLight", "SceneLights", "StudioRig", "create_headless_context", "framed_camera", "parse_colour",
            "standard_view"]

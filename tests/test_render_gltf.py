@@ -162,3 +162,23 @@ def test_scene_colour_overrides_the_file_only_when_given(tmp_path):
 
 def test_gltf_uv_flips_v():
     assert np.allclose(gltf_uv(np.array([[0.25, 0.0], [0.5, 1.0]])), [[0.25, 1.0], [0.5, 0.0]])
+
+
+@pytest.mark.parametrize("value, ok", [('"#1f2d4d"', True), ("[0.1, 0.2, 0.3]", True), ('"navy-ish"', False),
+                                       ("[0.1, 2.0, 0.3]", False)])
+def test_scene_garment_colour_key(tmp_path, value, ok):
+    """[[garments]] color: '#rrggbb' or 3 sRGB numbers in [0, 1]; anything else names the key."""
+    from clothsim.scene.schema import parse_scene
+
+    body = trimesh.creation.icosphere(subdivisions=2, radius=0.2)
+    body.export(tmp_path / "body.obj")
+    write_glb(tmp_path / "g.glb")
+    p = tmp_path / "scene.toml"
+    p.write_text(f'[scene]\nname = "c"\n[avatar]\nfile = "body.obj"\n[[garments]]\nname = "g"\nmesh = "g.glb"\n'
+                 f"color = {value}\n")
+    if ok:
+        assert parse_scene(p).garments[0].color is not None
+    else:
+        with pytest.raises(cs.InputError) as e:
+            parse_scene(p)
+        assert "scene.toml" in str(e.value) and "garments[0].color" in str(e.value), str(e.value)
