@@ -25,6 +25,7 @@ The first scene on a cold Warp kernel cache includes compilation (reported as it
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import platform
 import sys
@@ -78,8 +79,15 @@ def run_one(path: Path, level: int, device: str, frames: int | None, max_seconds
         "body_intersections": sum(x.body_intersections for x in r.garments),
         "cloth_intersections": r.cloth_intersections, "kinetic_energy_J_per_kg": r.kinetic_energy,
         "residual": r.residual, "passed": r.passed, "failures": r.failures,
+        # per frame (compact): kinetic energy [J/kg], residual [-], largest seam gap [mm], step wall time [s]
+        "history": {"kinetic_energy": [float(f"{h.kinetic_energy:.3e}") for h in r.history],
+                    "residual": [round(h.residual, 4) for h in r.history],
+                    "seam_gap_mm": [round(1e3 * h.seam_gap, 3) for h in r.history],
+                    "seconds": [round(h.seconds, 4) for h in r.history]},
         "settings": {"substeps": scene.simulation.substeps, "iterations": scene.simulation.iterations,
-                     "dt": scene.simulation.dt, "self_collision": scene.simulation.self_collision},
+                     "dt": scene.simulation.dt, "self_collision": scene.simulation.self_collision,
+                     "contact_stiffness": scene.simulation.contact_stiffness, "drag": scene.simulation.drag,
+                     "air_damping": scene.simulation.air_damping, "checks": dataclasses.asdict(scene.simulation.checks)},
     }
 
 
@@ -160,7 +168,7 @@ def main(argv=None) -> int:
             except Exception as e:  # noqa: BLE001 - one failing case must not stop the rest
                 row = {"scene": p.stem, "level": lv, "error": f"{type(e).__name__}: {e}"}
             rows.append(row)
-            print("  " + json.dumps({k: v for k, v in row.items() if k not in ("settings", "failures")}), flush=True)
+            print("  " + json.dumps({k: v for k, v in row.items() if k not in ("settings", "failures", "history")}), flush=True)
             _write(args.out, tag, result)  # after every case: an interrupted run keeps its rows
     print(table(rows))
     return 0
