@@ -43,7 +43,7 @@ G = 9.81
 
 
 # ---------------------------------------------------------------------------------------------- memory
-def memory_part(device: str, n: int, switches: int, settle_frames: int) -> dict:
+def memory_part(device: str, n: int, switches: int, settle_frames: int, max_seconds: float | None = None) -> dict:
     import clothsim as cs
     from clothsim.multires import LevelSet, MultiResSimulator, independent_figures
 
@@ -74,13 +74,20 @@ def memory_part(device: str, n: int, switches: int, settle_frames: int) -> dict:
         return row
 
     rows = [sample(0, build_s)]
+    t_switch0 = time.perf_counter()
     for k in range(1, switches + 1):
+        if max_seconds is not None and k % 2 == 1 and time.perf_counter() - t0 > max_seconds:
+            print(f"  stopped after {k - 1} switches: {time.perf_counter() - t0:.0f} s > --max-seconds {max_seconds:g}",
+                  flush=True)
+            break
         t = time.perf_counter()
         sim.set_level(1 if sim.level == 2 else 2)
         sim.step(1)
         rows.append(sample(k, time.perf_counter() - t))
         if k % 10 == 0:
             print(f"  switch {k}: owners {rows[-1]['owners']:,} B, gc {rows[-1]['gc_live_arrays']:,} B", flush=True)
+    switches_done = len(rows) - 1
+    switching_s = time.perf_counter() - t_switch0
     cats = sim.memory_report()["categories"]
     sim.release()
     after = independent_figures(device)
@@ -99,7 +106,8 @@ def memory_part(device: str, n: int, switches: int, settle_frames: int) -> dict:
     if "mempool_used" in after and after["mempool_used"] is not None:
         released["mempool_used"] = after["mempool_used"] - (base["mempool_used"] or 0)
         released["device_used"] = base["device_free"] - after["device_free"]
-    return {"grid": res, "vertices": [r[0] * r[1] for r in res], "switches": switches, "build_s": build_s,
+    return {"grid": res, "vertices": [r[0] * r[1] for r in res], "switches": switches_done,
+            "switches_requested": switches, "switching_s": switching_s, "build_s": build_s,
             "settle_frames_before": settle_frames,
             "categories_at_end": cats, "figures": figures, "after_release": released,
             "switch_s_median": float(np.median([r["switch_s"] for r in rows[1:]])) if switches else None, "rows": rows}
@@ -173,18 +181,20 @@ def _settle(sim, checks, step, *, min_frames: int, cap: int, policy: str = "scen
     """Step (``step()`` = one frame) until the scene's settle test holds or ``cap`` frames. ``policy``:
     "scene" (the scene's damping only) or "kinetic" (plus kinetic damping, :func:`_kinetic_damping`)."""
     w = _Watch(sim)
-    sim_s, frames = 0.0, 0
+    sim_s, cpu_s, frames = 0.0, 0.0, 0
     settled = False
     while frames < cap:
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         step()
         sim_s += time.perf_counter() - t
+        cpu_s += time.process_time() - c
         frames += 1
         w.frame(sim)
         if policy == "kinetic":
-            t = time.perf_counter()
+            t, c = time.perf_counter(), time.process_time()
             _kinetic_damping(sim, w)
             sim_s += time.perf_counter() - t
+            cpu_s += time.process_time() - c
         last = w.hist[-checks.settle_frames:]
         if frames >= min_frames and len(last) == checks.settle_frames and all(
                 ke <= checks.kinetic_energy and r <= checks.residual for ke, r, _ in last):
@@ -192,6 +202,7 @@ def _settle(sim, checks, step, *, min_frames: int, cap: int, policy: str = "scen
             break
     ke, res, gap = w.hist[-1]
     return {"level": sim.level, "vertices": sim.particle_count, "frames": frames, "settled": settled, "sim_s": sim_s,
+            "cpu_s": cpu_s,
             "kinetic_energy": ke, "residual": res, "seam_gap_m": gap}
 
 
@@ -219,7 +230,9 @@ def _quasi_static(sim, steps: int, iterations: int, dt: float) -> None:
 
 
 def settle_part(device: str, scene_name: str, edge_lengths, cap: int, policy: str = "scene",
-                refine_relax=(30, 20, 0.05), slack: float = 1.0, coarse_substeps: int | None = None) -> dict:
+                refine_relax=(30, 20, 0.05), slack: float = 1.0, coarse_substeps: int | None = None,
+                fas: dict | None = None, prolongation: str = "linear", repeats: int = 1,
+                proxy_cell: float | None = None) -> dict:
     from clothsim.colliders import Collider
     from clothsim.multires import MultiResSimulator
 
@@ -231,58 +244,98 @@ def settle_part(device: str, scene_name: str, edge_lengths, cap: int, policy: st
 
     loose = dataclasses.replace(checks, kinetic_energy=slack * checks.kinetic_energy, residual=slack * checks.residual)
     out = {"scene": scene.name, "edge_lengths_m": list(edge_lengths), "policy": policy, "coarse_slack": slack,
+           "fas_after_switch": fas, "prolongation": prolongation, "repeats": repeats, "proxy_cell_m": proxy_cell,
            "coarse_substeps": coarse_substeps or kw["substeps"],
            "refine_relax": {"steps": refine_relax[0], "iterations": refine_relax[1], "dt": refine_relax[2]}, "thresholds": {
         "kinetic_energy": checks.kinetic_energy, "residual": checks.residual, "seam_gap": checks.seam_gap,
         "penetration": checks.penetration, "settle_frames": checks.settle_frames, "min_frames": min_frames}}
-    for mode in ("fine_only", "coarse_to_fine"):
-        t0 = time.perf_counter()
-        over = {i: {"substeps": coarse_substeps} for i in range(fine)} if coarse_substeps else None
-        sim = MultiResSimulator(lv, level=fine if mode == "fine_only" else 0, device=device, level_settings=over, **kw)
-        sim.add_collider(Collider.mesh(body.collider_vertices, body.triangles, name="avatar"))
-        setup_s = time.perf_counter() - t0
-        stages, switch_s = [], 0.0
-        stages.append(_settle(sim, checks if sim.level == fine else loose, sim.step, min_frames=min_frames, cap=cap,
-                              policy=policy))
-        print(f"  {mode}: {stages[-1]}", flush=True)
-        while sim.level < fine:
-            t = time.perf_counter()
-            rep = sim.set_level(sim.level + 1)
-            if refine_relax[0]:
-                _quasi_static(sim, *refine_relax)
-            switch_s += time.perf_counter() - t
-            stages[-1]["switch_max_displacement_m"] = rep.max_displacement_m
-            stages.append(_settle(sim, checks if sim.level == fine else loose, sim.step, min_frames=checks.settle_frames,
+    from clothsim.multires.fas import FASCorrection
+
+    runs = {"fine_only": [], "coarse_to_fine": []}
+    for rep_i in range(repeats):
+        for mode in ("fine_only", "coarse_to_fine"):  # back to back in one process, alternating
+            t0 = time.perf_counter()
+            over = {i: {"substeps": coarse_substeps} for i in range(fine)} if coarse_substeps else None
+            sim = MultiResSimulator(lv, level=fine if mode == "fine_only" else 0, device=device, level_settings=over,
+                                    prolongation=prolongation, **kw)
+            # the same collider set-up in both modes: the levels before the finest see the body's proxy
+            sim.add_collider(Collider.mesh(body.collider_vertices, body.triangles, name="avatar"),
+                             proxy_cells={i: proxy_cell for i in range(fine)} if proxy_cell else None)
+            setup_s = time.perf_counter() - t0
+            stages, switch_s, switch_cpu = [], 0.0, 0.0
+            stages.append(_settle(sim, checks if sim.level == fine else loose, sim.step, min_frames=min_frames,
                                   cap=cap, policy=policy))
-            print(f"  {mode}: {stages[-1]}", flush=True)
-        q = _quality(sim, body, checks)
-        last = stages[-1]
-        total = sum(s["sim_s"] for s in stages) + switch_s
-        out[mode] = {"stages": stages, "switch_s": switch_s, "total_s": total, "setup_s": setup_s,
-                     "settled": all(s["settled"] for s in stages), "final_residual": last["residual"],
-                     "final_kinetic_energy": last["kinetic_energy"], **q,
-                     "equal_quality": bool(all(s["settled"] for s in stages) and q["within_thresholds"])}
-        sim.release()
-    fo, cf = out["fine_only"], out["coarse_to_fine"]
-    out["speedup"] = fo["total_s"] / cf["total_s"] if cf["total_s"] > 0 else None
+            print(f"  {mode} [{rep_i}]: {stages[-1]}", flush=True)
+            while sim.level < fine:
+                t, c = time.perf_counter(), time.process_time()
+                rep = sim.set_level(sim.level + 1)
+                if refine_relax[0]:
+                    _quasi_static(sim, *refine_relax)
+                corr = FASCorrection(sim, sim.level - 1, **fas) if fas else None
+                switch_s += time.perf_counter() - t
+                switch_cpu += time.process_time() - c
+                stages[-1]["switch_max_displacement_m"] = rep.max_displacement_m
+                stages.append(_settle(sim, checks if sim.level == fine else loose, corr.step if corr else sim.step,
+                                      min_frames=checks.settle_frames, cap=cap, policy=policy))
+                if corr:
+                    stages[-1]["fas_corrections"] = corr.corrections
+                    stages[-1]["fas_coarse_s"] = corr.coarse_seconds
+                    corr.release()
+                print(f"  {mode} [{rep_i}]: {stages[-1]}", flush=True)
+            q = _quality(sim, body, checks)
+            last = stages[-1]
+            total = sum(s["sim_s"] for s in stages) + switch_s
+            total_cpu = sum(s["cpu_s"] for s in stages) + switch_cpu
+            runs[mode].append({"stages": stages, "switch_s": switch_s, "total_s": total, "setup_s": setup_s,
+                               "switch_cpu_s": switch_cpu, "total_cpu_s": total_cpu,
+                               "settled": all(s["settled"] for s in stages), "final_residual": last["residual"],
+                               "final_kinetic_energy": last["kinetic_energy"], **q,
+                               "equal_quality": bool(all(s["settled"] for s in stages) and q["within_thresholds"])})
+            sim.release()
+    for mode, rs in runs.items():
+        med = sorted(rs, key=lambda r: r["total_s"])[len(rs) // 2]  # the median run (upper median)
+        out[mode] = dict(med, runs=[{k: r[k] for k in ("total_s", "total_cpu_s", "settled", "equal_quality")} |
+                                    {"frames": [s["frames"] for s in r["stages"]]} for r in rs])
+    out["speedups"] = [a["total_s"] / b["total_s"] for a, b in zip(runs["fine_only"], runs["coarse_to_fine"])]
+    out["speedups_cpu"] = [a["total_cpu_s"] / b["total_cpu_s"] for a, b in zip(runs["fine_only"], runs["coarse_to_fine"])]
+    out["speedup"] = float(np.median(out["speedups"]))
+    out["speedup_cpu"] = float(np.median(out["speedups_cpu"]))
     return out
 
 
 def correction_part(device: str, scene_name: str, edge_lengths, cap: int, target: float, every: int,
-                    coarse_frames: int, stop: float) -> dict:
+                    coarse_frames: int, stop: float, modes=("without", "plain", "fas"), policy: str = "scene",
+                    fas_velocities: str = "keep", start_frames: int = 0, fas_tau: str = "frame") -> dict:
+    """At the finest level: frames and time until the residual stays below ``target`` for the scene's
+    settle_frames frames, without a coarse correction, with the plain one (coarse level's own forces) and
+    with FAS (τ-corrected). ``start_frames``: fine frames run first, shared by all modes (a common start
+    state, not counted)."""
     from clothsim.colliders import Collider
     from clothsim.multires import CoarseCorrection, MultiResSimulator
+    from clothsim.multires.fas import FASCorrection
 
     scene, body, lv, h, kw = _scene_levels(scene_name, edge_lengths)
     checks = scene.simulation.checks
     fine = lv.count - 1
-    out = {"scene": scene.name, "edge_lengths_m": list(edge_lengths), "target_residual": target,
-           "every": every, "coarse_frames": coarse_frames, "stop_residual": stop, "coarse_level": fine - 1}
-    for mode in ("without", "with", "with_zero_v"):
+    out = {"scene": scene.name, "edge_lengths_m": list(edge_lengths), "target_residual": target, "policy": policy,
+           "every": every, "coarse_frames": coarse_frames, "stop_residual": stop, "coarse_level": fine - 1,
+           "fas_velocities": fas_velocities, "fas_tau": fas_tau, "start_frames": start_frames, "modes": list(modes)}
+    start = None
+    for mode in modes:
         sim = MultiResSimulator(lv, level=fine, device=device, **kw)
         sim.add_collider(Collider.mesh(body.collider_vertices, body.triangles, name="avatar"))
-        corr = CoarseCorrection(sim, fine - 1, every=every, coarse_frames=coarse_frames, stop_residual=stop,
-                                velocities="zero" if mode == "with_zero_v" else "prolong") if mode != "without" else None
+        if start_frames:
+            if start is None:
+                sim.step(start_frames)
+                start = (sim.positions(), sim.velocities())
+            sim.set_positions(start[0])
+            sim.set_velocities(start[1])
+        corr = None
+        if mode == "plain":
+            corr = CoarseCorrection(sim, fine - 1, every=every, coarse_frames=coarse_frames, stop_residual=stop)
+        elif mode == "fas":
+            corr = FASCorrection(sim, fine - 1, every=every, coarse_steps=coarse_frames, stop_residual=stop,
+                                 velocities=fas_velocities, tau=fas_tau, coarse_kinetic=policy == "kinetic")
         step = corr.step if corr else sim.step
         w = _Watch(sim)
         sim_s, frames, reached = 0.0, 0, None
@@ -292,6 +345,10 @@ def correction_part(device: str, scene_name: str, edge_lengths, cap: int, target
             sim_s += time.perf_counter() - t
             frames += 1
             ke, res, _ = w.frame(sim)
+            if policy == "kinetic":
+                t = time.perf_counter()
+                _kinetic_damping(sim, w)
+                sim_s += time.perf_counter() - t
             last = w.hist[-checks.settle_frames:]
             if len(last) == checks.settle_frames and all(r <= target for _, r, _ in last):
                 reached = frames
@@ -300,8 +357,9 @@ def correction_part(device: str, scene_name: str, edge_lengths, cap: int, target
         out[mode] = {"frames": frames, "reached_at_frame": reached, "sim_s": sim_s, "final_residual": w.hist[-1][1],
                      "final_kinetic_energy": w.hist[-1][0], "corrections": corr.corrections if corr else 0,
                      "coarse_s": corr.coarse_seconds if corr else 0.0, **q,
+                     "residual_history": [r for _, r, _ in w.hist],
                      "fine_iterations_per_frame": kw["substeps"] * kw["iterations"]}
-        print(f"  correction {mode}: {out[mode]}", flush=True)
+        print(f"  correction {mode}: " + str({k: v for k, v in out[mode].items() if k != "residual_history"}), flush=True)
         if corr:
             corr.release()
         sim.release()
@@ -327,31 +385,42 @@ def markdown(res: dict) -> str:
         lines += [f"## Settling ({st['policy']} damping) {st['scene']} at {', '.join(f'{1e3 * e:g}' for e in st['edge_lengths_m'])} mm "
                   f"(thresholds: KE {st['thresholds']['kinetic_energy']:g} J/kg, residual {st['thresholds']['residual']:g}, "
                   f"seam gap {1e3 * st['thresholds']['seam_gap']:g} mm, penetration {1e3 * st['thresholds']['penetration']:g} mm)", "",
-                  "| mode | frames per level | settled | total s | residual | KE J/kg | pen. mm | seam gap mm | equal quality |",
-                  "|---|---|---|---|---|---|---|---|---|"]
+                  "| mode | frames per level (wall s) | settled | total wall s | total CPU s | residual | KE J/kg | pen. mm | "
+                  "seam gap mm | equal quality |",
+                  "|---|---|---|---|---|---|---|---|---|---|"]
         for mode in ("fine_only", "coarse_to_fine"):
             m = st[mode]
-            fr = " → ".join(f"{s['frames']} @{s['vertices']}v" for s in m["stages"])
-            lines.append(f"| {mode} | {fr} | {'yes' if m['settled'] else 'no'} | {m['total_s']:.1f} | {m['final_residual']:.3f} | "
+            fr = " → ".join(f"{s['frames']} @{s['vertices']}v ({s['sim_s']:.1f} s)" for s in m["stages"])
+            if mode == "coarse_to_fine":
+                fr += f" + switches {m['switch_s']:.1f} s"
+            lines.append(f"| {mode} | {fr} | {'yes' if m['settled'] else 'no'} | {m['total_s']:.1f} | "
+                         f"{m.get('total_cpu_s', float('nan')):.1f} | {m['final_residual']:.3f} | "
                          f"{m['final_kinetic_energy']:.1e} | {1e3 * m['worst_penetration_m']:.2f} | "
                          f"{1e3 * m['largest_seam_gap_m']:.2f} | {'yes' if m['equal_quality'] else 'no'} |")
         rr = st["refine_relax"]
-        lines += ["", f"Speed-up coarse-to-fine vs fine-only: {st['speedup']:.2f}× (coarser levels settled at "
+        sp = ", ".join(f"{x:.2f}" for x in st.get("speedups", [st["speedup"]]))
+        lines += ["", f"Speed-up coarse-to-fine vs fine-only: {st['speedup']:.2f}× wall, "
+                  f"{st.get('speedup_cpu', float('nan')):.2f}× process CPU time (median of {sp} wall; the table shows "
+                  f"the median runs; prolongation {st.get('prolongation', 'linear')}; FAS after each switch: "
+                  f"{st.get('fas_after_switch')}; body proxy before the finest level: {st.get('proxy_cell_m')} m; coarser levels settled at "
                   f"{st.get('coarse_slack', 1.0):g}× the thresholds with {st.get('coarse_substeps', '')} substeps; after "
                   f"each switch {rr['steps']} "
                   f"quasi-static steps of {rr['dt']:g} s, {rr['iterations']} iterations, counted in the switch time "
                   f"{st['coarse_to_fine']['switch_s']:.1f} s)", ""]
     co = res.get("correction")
     if co:
-        lines += [f"## Coarse correction at {1e3 * co['edge_lengths_m'][-1]:g} mm ({co['scene']}; target residual "
-                  f"{co['target_residual']:g}, correction every {co['every']} frames while the residual > "
-                  f"{co['stop_residual']:g}, {co['coarse_frames']} coarse frames)", "",
-                  "| mode | frames to target | sim s | coarse s | corrections | final residual | pen. mm | seam gap mm |",
-                  "|---|---|---|---|---|---|---|---|"]
-        for mode in ("without", "with", "with_zero_v"):
+        lines += [f"## Hierarchy inside the solve at {1e3 * co['edge_lengths_m'][-1]:g} mm ({co['scene']}, "
+                  f"{co.get('policy', 'scene')} damping; target residual {co['target_residual']:g} for the scene's "
+                  f"settle frames; a correction every {co['every']} fine frames while the residual > "
+                  f"{co['stop_residual']:g}, {co['coarse_frames']} coarse frames each; FAS fine velocities: "
+                  f"{co.get('fas_velocities', '')}; common start after {co.get('start_frames', 0)} fine frames)", "",
+                  "| mode | frames to target | fine VBD iterations | sim s (incl. coarse) | coarse s | corrections | "
+                  "final residual | pen. mm | seam gap mm |",
+                  "|---|---|---|---|---|---|---|---|---|"]
+        for mode in co.get("modes", ("without", "with", "with_zero_v")):
             m = co[mode]
             reached = m["reached_at_frame"] if m["reached_at_frame"] else f"not in {m['frames']}"
-            lines.append(f"| {mode} | {reached} | "
+            lines.append(f"| {mode} | {reached} | {m['frames'] * m['fine_iterations_per_frame']:,} | "
                          f"{m['sim_s']:.1f} | {m['coarse_s']:.1f} | {m['corrections']} | {m['final_residual']:.3f} | "
                          f"{1e3 * m['worst_penetration_m']:.2f} | {1e3 * m['largest_seam_gap_m']:.2f} |")
         lines.append("")
@@ -384,6 +453,25 @@ def main(argv=None) -> int:
     ap.add_argument("--coarse-frames", type=int, default=4)
     ap.add_argument("--stop-residual", type=float, default=0.5,
                     help="coarse corrections only while the fine residual is above this (the large-scale phase)")
+    ap.add_argument("--repeats", type=int, default=1, help="settle: repeat both modes (alternating); medians")
+    ap.add_argument("--proxy-cell", type=float, default=None,
+                    help="settle: levels before the finest collide with a vertex-clustering proxy of the body at "
+                         "this cell size [m] (clothsim.multires.proxy); the finest always with the full body")
+    ap.add_argument("--prolongation", choices=["linear", "curved"], default="linear")
+    ap.add_argument("--fas-every", type=int, default=0,
+                    help="settle: FAS coarse corrections after each switch every this many fine frames (0 = none)")
+    ap.add_argument("--fas-coarse-frames", type=int, default=10)
+    ap.add_argument("--fas-tau", choices=["forces", "frame"], default="frame")
+    ap.add_argument("--fas-stop", type=float, default=0.0, help="FAS corrections only while the residual > this")
+    ap.add_argument("--correction-modes", nargs="*", default=["without", "plain", "fas"])
+    ap.add_argument("--fas-velocities", choices=["keep", "zero", "prolong"], default="keep")
+    ap.add_argument("--start-frames", type=int, default=0,
+                    help="correction: fine frames run once before the modes start from that common state")
+    ap.add_argument("--max-seconds", type=float, default=None,
+                    help="memory: stop switching (after an even number of switches) once this many seconds have "
+                         "passed since the build started; the report says how many were done")
+    ap.add_argument("--json", type=Path, default=None,
+                    help="write the JSON here (and the markdown next to it, .md) instead of --out/multires_<tag>.json")
     ap.add_argument("--tag", default=None)
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
     args = ap.parse_args(argv)
@@ -399,21 +487,29 @@ def main(argv=None) -> int:
            "warp": wp.config.version, "argv": sys.argv[1:]}
     if "memory" in args.parts:
         print(f"memory: grid {args.grid}, {args.switches} switches on {args.device}", flush=True)
-        res["memory"] = memory_part(args.device, args.grid, args.switches, args.memory_settle)
+        res["memory"] = memory_part(args.device, args.grid, args.switches, args.memory_settle, args.max_seconds)
     if "settle" in args.parts:
         print(f"settle: {args.scene} at {args.levels}", flush=True)
+        fas = None
+        if args.fas_every:
+            fas = {"every": args.fas_every, "coarse_steps": args.fas_coarse_frames, "tau": args.fas_tau,
+                   "velocities": args.fas_velocities, "coarse_kinetic": args.policy == "kinetic",
+                   "stop_residual": args.fas_stop}
         res["settle"] = settle_part(args.device, args.scene, args.levels, args.cap, args.policy,
                                     (args.refine_relax, args.refine_iterations, args.refine_dt), args.coarse_slack,
-                                    args.coarse_substeps)
+                                    args.coarse_substeps, fas, args.prolongation, args.repeats, args.proxy_cell)
     if "correction" in args.parts:
         print(f"correction: {args.scene} at {args.levels}", flush=True)
         res["correction"] = correction_part(args.device, args.scene, args.levels, args.cap, args.target_residual,
-                                            args.every, args.coarse_frames, args.stop_residual)
+                                            args.every, args.coarse_frames, args.stop_residual,
+                                            tuple(args.correction_modes), args.policy, args.fas_velocities,
+                                            args.start_frames, args.fas_tau)
     tag = args.tag or args.device.replace(":", "")
-    args.out.mkdir(parents=True, exist_ok=True)
-    write_json(args.out / f"multires_{tag}.json", res)
+    jpath = args.json or args.out / f"multires_{tag}.json"
+    jpath.parent.mkdir(parents=True, exist_ok=True)
+    write_json(jpath, res)
     md = markdown(res)
-    with atomic_write(args.out / f"multires_{tag}.md", "w") as f:
+    with atomic_write(jpath.with_suffix(".md"), "w") as f:
         f.write(md + "\n")
     print(md)
     return 0

@@ -71,7 +71,7 @@ class CoarseCorrection:
         self.velocities = velocities
         self.coarse = Simulator(self.levels.cloths(self.coarse_level), device=sim.device, **sim._sim_kwargs)
         for slot in sim._colliders:
-            self.coarse.add_collider(Collider(slot.pose, slot.triangles, name=slot.name))
+            self.coarse.add_collider(slot.collider(self.coarse_level))  # its proxy at that level, if any
         self.corrections = 0
         self.coarse_seconds = 0.0
         self._frames = 0

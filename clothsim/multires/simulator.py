@@ -84,6 +84,17 @@ class _ColliderSlot:
     name: str
     pose: np.ndarray  # (Nc, 3) pose at the start of the next frame [m]
     target: np.ndarray | None = None  # pose at the end of the next frame, if set
+    proxies: dict = field(default_factory=dict)  # {level: ColliderProxy} stand-ins at single levels
+
+    def at(self, level: int, pose=None) -> tuple:
+        """(vertices, triangles) of this collider as level ``level`` sees it, for ``pose`` (default its pose)."""
+        pose = self.pose if pose is None else pose
+        p = self.proxies.get(level)
+        return (pose, self.triangles) if p is None else (p.pose(pose), p.triangles)
+
+    def collider(self, level: int) -> Collider:
+        v, t = self.at(level)
+        return Collider(v, t, name=self.name)
 
 
 class MultiResSimulator:
@@ -200,16 +211,24 @@ class MultiResSimulator:
         return self._frame * self.dt
 
     # ------------------------------------------------------------------ scene
-    def add_collider(self, collider: Collider) -> int:
-        """Add a collider to every allocated level (and to levels built later); returns its handle."""
+    def add_collider(self, collider: Collider, *, proxy_cells: dict | None = None) -> int:
+        """Add a collider to every allocated level (and to levels built later); returns its handle.
+
+        ``proxy_cells``: {level: cell [m]}: at those levels the collider is replaced by a vertex-clustering
+        proxy (:func:`~clothsim.multires.proxy.cluster_proxy`) whose poses follow the collider's; e.g.
+        ``{0: 0.03}`` lets an 80 mm draft collide with a 3 cm body instead of the full one."""
         self._check_alive()
         if not isinstance(collider, Collider):
             raise InputError(f"add_collider: expected a clothsim.Collider, got {type(collider).__name__}")
-        slot = _ColliderSlot(collider.triangles.copy(), collider.name, collider.vertices.copy())
+        from .proxy import cluster_proxy
+
+        proxies = {self.levels.index(k): cluster_proxy(collider.vertices, collider.triangles, float(c))
+                   for k, c in (proxy_cells or {}).items()}
+        slot = _ColliderSlot(collider.triangles.copy(), collider.name, collider.vertices.copy(), proxies=proxies)
         self._colliders.append(slot)
         self._estimates.clear()
         for lv in [self._active, *self._warm.values()]:
-            lv.sim.add_collider(Collider(slot.pose, slot.triangles, name=slot.name))
+            lv.sim.add_collider(slot.collider(lv.index))
         return len(self._colliders) - 1
 
     def set_collider_vertices(self, handle: int, vertices) -> None:
@@ -217,8 +236,10 @@ class MultiResSimulator:
         self._check_alive()
         if not (0 <= handle < len(self._colliders)):
             raise InputError(f"collider handle {handle} out of range [0, {len(self._colliders)})")
-        self._active.sim.set_collider_vertices(handle, vertices)
-        self._colliders[handle].target = np.asarray(vertices, dtype=np.float64).copy()
+        slot = self._colliders[handle]
+        target = np.asarray(vertices, dtype=np.float64).copy()
+        self._active.sim.set_collider_vertices(handle, slot.at(self._active.index, target)[0])
+        slot.target = target
 
     def set_fabric(self, fabric, cloth: int = 0) -> None:
         """Change garment ``cloth``'s fabric at every level (now for allocated levels, on build for others)."""
@@ -310,7 +331,7 @@ class MultiResSimulator:
         key = (i, len(self._colliders), i in self._snapshots, tuple(sorted(caps.items())))
         if key not in self._estimates:
             snap = self._snapshots.get(i)
-            hosts = [Collider(s.pose, s.triangles, name=s.name) for s in self._colliders]
+            hosts = [s.collider(i) for s in self._colliders]
             self._estimates[key] = estimate_simulator_bytes(
                 self.levels.cloths(i),
                 self_collision=bool({**self._sim_kwargs, **self._level_settings.get(i, {})}.get("self_collision", False)),
@@ -362,12 +383,12 @@ class MultiResSimulator:
                 self._active = self._warm.pop(a.index)
             else:
                 self._active = self._activate(a.index)
-                self._place(self._active.sim, x_old, v_old)
+                self._place(self._active.sim, x_old, v_old, a.index)
             raise
         self._active = b
         sim = b.sim
         sim.frame = self._frame
-        self._place(sim, x_new, v_new)
+        self._place(sim, x_new, v_new, i)
         e_mapped = mechanical_energy(sim, x_new, v_new) if measure else None
         moved = project_out(sim) if self.project else np.zeros(sim.particle_count)
         v_keep = sim.velocities()
@@ -376,7 +397,7 @@ class MultiResSimulator:
         wp.copy(sim.state.v_last, sim.state.v)
         for h, slot in enumerate(self._colliders):
             if slot.target is not None:
-                sim.set_collider_vertices(h, slot.target)
+                sim.set_collider_vertices(h, slot.at(i, slot.target)[0])
         x_after = sim.positions().astype(np.float64)
         d = np.linalg.norm(x_after - x_new, axis=1)
         rep = SwitchReport(
@@ -483,14 +504,14 @@ class MultiResSimulator:
             for g, f in self._fabrics.items():
                 sim.set_fabric(f, g)
             for slot in self._colliders:
-                sim.add_collider(Collider(slot.pose, slot.triangles, name=slot.name))
+                sim.add_collider(slot.collider(i))
             self._restore_capacities(i, sim)
         except BaseException:
             sim.release()
             raise
         return _Level(i, sim)
 
-    def _place(self, sim: Simulator, x: np.ndarray, v: np.ndarray) -> None:
+    def _place(self, sim: Simulator, x: np.ndarray, v: np.ndarray, level: int) -> None:
         """Positions/velocities into ``sim``; its pins where ``x`` puts them; its colliders at rest in their pose."""
         sim.set_positions(x)
         sim.set_velocities(v)
@@ -501,7 +522,7 @@ class MultiResSimulator:
             sim.state.pin_start.assign(t)
             sim.state.pin_end.assign(t)
         for buf, slot in zip(sim.solver.colliders, self._colliders):
-            p = slot.pose.astype(np.float32)
+            p = slot.at(level)[0].astype(np.float32)
             buf.start.assign(p)
             buf.end.assign(p)
             buf.points.assign(p)
