@@ -30,7 +30,11 @@ def test_chebyshev_converges_faster_to_the_same_solution(device):
     swing = _rms(ref, _run(device, 400, 0.0, frames=0))  # how far the sheet moved: the scale of the errors
     # same minimiser: at 400 iterations both are converged to well under 0.1 % of the motion
     assert _rms(_run(device, 400, 0.8), ref) < 1e-3 * swing
-    plain = _rms(_run(device, 6, 0.0), ref)
-    fast = _rms(_run(device, 6, 0.8), ref)
-    print(f"\n6 iterations: error {plain:.3e} m plain, {fast:.3e} m with Chebyshev (rho 0.8); motion {swing:.3e} m")
-    assert fast < 0.7 * plain
+    # the gain grows with the iteration count (Chebyshev's ω rises from 1 over the first iterations):
+    # measured on this scene (CPU) 0.85x the plain error at 3 iterations, 0.74x at 6, 0.59x at 12,
+    # 0.43x at 24; the bound at 12 leaves ~25 % for other platforms' rounding, and fails if the
+    # acceleration does nothing (1x) or diverges
+    plain = _rms(_run(device, 12, 0.0), ref)
+    fast = _rms(_run(device, 12, 0.8), ref)
+    print(f"\n12 iterations: error {plain:.3e} m plain, {fast:.3e} m with Chebyshev (rho 0.8); motion {swing:.3e} m")
+    assert fast < 0.75 * plain

@@ -33,11 +33,8 @@ def predict_kernel(
     adaptive: int,
     ext_acc: wp.array(dtype=wp.vec3),
     use_ext: int,
-    cheb: int,
     x_prev: wp.array(dtype=wp.vec3),
     y: wp.array(dtype=wp.vec3),
-    cheb_prev: wp.array(dtype=wp.vec3),
-    cheb_prev2: wp.array(dtype=wp.vec3),
 ):
     """Start a substep: remember x_t, form the inertial target y = x_t + h·v_t + h²·g, and the first guess.
 
@@ -75,10 +72,6 @@ def predict_kernel(
             if use_ext != 0:
                 guess = guess + (h * h) * ext_acc[i]
         x[i] = guess
-        if cheb != 0:
-            # Chebyshev history of the substep's iterations starts at the first guess
-            cheb_prev[i] = guess
-            cheb_prev2[i] = guess
     else:
         y[i] = xi
     v_last[i] = vi
@@ -411,21 +404,11 @@ def vertex_local(
 def vertex_update(
     i: int, f: wp.vec3, H: wp.mat33, x: wp.array(dtype=wp.vec3), x_prev: wp.array(dtype=wp.vec3),
     self_enabled: int, min_dist: wp.array(dtype=float), bound_fraction: float,
-    cheb_omega: float, cheb_prev: wp.array(dtype=wp.vec3), cheb_prev2: wp.array(dtype=wp.vec3),
 ):
-    """x_i ← x_i + H⁻¹f, Chebyshev-accelerated when ``cheb_omega`` > 0, limited by the self-contact
-    conservative bound.
-
-    Chebyshev (Wang 2015; VBD sec. 3.7) is applied to each vertex right after its own update,
-    x_i ← ω(x̂_i − x_i⁽ⁿ⁻²⁾) + x_i⁽ⁿ⁻²⁾, inside the colour pass: a vertex is moved once per iteration,
-    so its history is the same as an after-the-sweep step's, while later colours already see the
-    accelerated neighbours, and no extra pass over all vertices (a launch per iteration) is needed."""
+    """x_i ← x_i + H⁻¹f, limited by the self-contact conservative bound."""
     if wp.abs(wp.determinant(H)) > 1.0e-20:
         xpi = x_prev[i]
         xn = x[i] + wp.inverse(H) * f
-        if cheb_omega > 0.0:
-            p2 = cheb_prev2[i]
-            xn = cheb_omega * (xn - p2) + p2
         if self_enabled != 0:
             # conservative bound: never move farther from the substep start than a fraction of the
             # distance to the nearest non-adjacent primitive found at detection
@@ -434,9 +417,6 @@ def vertex_update(
             bound = bound_fraction * min_dist[i]
             if dl > bound:
                 xn = xpi + d * (bound / dl)
-        if cheb_omega > 0.0:
-            cheb_prev2[i] = cheb_prev[i]
-            cheb_prev[i] = xn
         x[i] = xn
 
 
@@ -600,10 +580,6 @@ def _make_vbd_solve_kernel(tiled: bool, pair_contacts: bool = True, whole_warp: 
         ee_edge: wp.array(dtype=wp.int32),
         min_dist: wp.array(dtype=float),
         bound_fraction: float,
-        # Chebyshev acceleration (cheb_omega > 0): the two previous iterates
-        cheb_omega: float,
-        cheb_prev: wp.array(dtype=wp.vec3),
-        cheb_prev2: wp.array(dtype=wp.vec3),
     ):
         tid = wp.tid()
         slot = tid
@@ -642,8 +618,7 @@ def _make_vbd_solve_kernel(tiled: bool, pair_contacts: bool = True, whole_warp: 
             fl, Hl = vertex_local(i, x, x_prev, y, normals, mass, vertex_area, spring, spring_k, v_spring_offsets,
                                   v_spring, h, drag, wind, ground_enabled, ground_height, r, contact_stiffness, mu,
                                   friction_eps, kd, c_point, c_normal, c_vel, c_active, slots)
-            vertex_update(i, fl + fe, Hl + He, x, x_prev, self_enabled, min_dist, bound_fraction, cheb_omega, cheb_prev,
-                          cheb_prev2)
+            vertex_update(i, fl + fe, Hl + He, x, x_prev, self_enabled, min_dist, bound_fraction)
 
     if not tiled and pair_contacts:
         return wp.kernel(vbd_solve, name="vbd_solve_kernel")  # the CPU kernel, in this module
@@ -659,6 +634,24 @@ vbd_solve_half_warp_kernel = _make_vbd_solve_kernel(tiled=True, pair_contacts=Tr
 vbd_solve_half_warp_elastic_kernel = _make_vbd_solve_kernel(tiled=True, pair_contacts=False)
 vbd_solve_warp_kernel = _make_vbd_solve_kernel(tiled=True, pair_contacts=True, whole_warp=True)
 vbd_solve_elastic_kernel = _make_vbd_solve_kernel(tiled=False, pair_contacts=False)
+
+
+@wp.kernel
+def chebyshev_kernel(
+    omega: float,
+    inv_mass: wp.array(dtype=float),
+    x: wp.array(dtype=wp.vec3),
+    prev: wp.array(dtype=wp.vec3),
+    prev2: wp.array(dtype=wp.vec3),
+):
+    """Chebyshev step after an iteration: x ← ω(x − x⁽ⁿ⁻²⁾) + x⁽ⁿ⁻²⁾; shift the history."""
+    i = wp.tid()
+    xn = x[i]
+    if inv_mass[i] > 0.0:
+        xn = omega * (xn - prev2[i]) + prev2[i]
+        x[i] = xn
+    prev2[i] = prev[i]
+    prev[i] = xn
 
 
 @wp.kernel

@@ -24,7 +24,8 @@ from .self_collision import SelfCollision, disabled_kernel_args
 TILE_MAX_VERTICES = 32768
 BLOCK_DIM = 64
 # CUDA threads per vertex when the model has contact pairs (collider features or self contact):
-# K.LANES (16, a half warp) or K.WARP_LANES (32, a whole warp)
+# K.LANES (16, a half warp) or K.WARP_LANES (32, a whole warp); on the H200 the fold case of
+# benchmarks/sim_grid.py (N = 128) ran 109 ms/frame with 16 and 101 with 32 (one run each)
 CONTACT_LANES = 16
 
 
@@ -61,7 +62,6 @@ class SolverVBD:
         if self.self_contacts is not None:
             self._alloc_backup()
         self.overflow_redos = 0
-        self._cheb_omega = 0.0  # ω of the iteration being launched (0: no Chebyshev)
         self.materials_changed()
         self._graph = None
 
@@ -185,8 +185,7 @@ class SolverVBD:
                 wp.launch(K.lerp_points_kernel, c.vertex_count, inputs=[c.start, c.end, alpha], outputs=[c.points], device=dev)
                 c.mesh.refit()
             wp.launch(K.predict_kernel, n, inputs=[state.x, state.v, state.v_last, m.inv_mass, gravity, h, 1.0 / (1.0 + s.air_damping * h), int(s.initial_guess == "adaptive"),
-                                                  self._ext_arg, int(self.ext_acc is not None), int(s.chebyshev_rho > 0.0)],
-                      outputs=[self.x_prev, self.y, self.cheb_prev, self.cheb_prev2], device=dev)
+                                                  self._ext_arg, int(self.ext_acc is not None)], outputs=[self.x_prev, self.y], device=dev)
             if npins:
                 wp.launch(K.pin_kernel, npins, inputs=[m.pin_indices, state.pin_start, state.pin_end, alpha], outputs=[state.x], device=dev)
             if s.drag > 0.0:
@@ -205,10 +204,11 @@ class SolverVBD:
             omega = 1.0
             for it in range(s.iterations):
                 if rho > 0.0:
-                    # Chebyshev semi-iterative acceleration (Wang 2015; VBD sec. 3.7), applied per vertex in
-                    # the colour passes (kernels.vertex_update); ω of this iteration:
+                    # Chebyshev semi-iterative acceleration (Wang 2015; VBD sec. 3.7): x ← ω(x̂ − x⁽ⁿ⁻²⁾) + x⁽ⁿ⁻²⁾
                     omega = 1.0 if it == 0 else (2.0 / (2.0 - rho * rho) if it == 1 else 4.0 / (4.0 - rho * rho * omega))
-                self._cheb_omega = omega if rho > 0.0 else 0.0
+                    if it == 0:
+                        wp.copy(self.cheb_prev, state.x)
+                        wp.copy(self.cheb_prev2, state.x)
                 if dev.is_cpu:
                     # Warp runs a CPU launch's threads one after another in index order, so one launch over
                     # all colours in sequence is exactly the colour-by-colour Gauss–Seidel sweep (bit for bit)
@@ -217,6 +217,9 @@ class SolverVBD:
                 else:
                     for start, count in m.color_ranges:
                         self._solve_color(state, start, count, h, slots)
+                if rho > 0.0:
+                    wp.launch(K.chebyshev_kernel, n, inputs=[omega, m.inv_mass], outputs=[state.x, self.cheb_prev, self.cheb_prev2],
+                              device=dev)
             wp.launch(K.finish_substep_kernel, n, inputs=[state.x, self.x_prev, h], outputs=[state.v, self.bad], device=dev)
 
     def _solve_color(self, state, start, count, h, slots):
@@ -235,7 +238,6 @@ class SolverVBD:
             m.edges, m.v_edge_offsets, m.v_edge,
             *(self.collider_contacts.kernel_args() if self.collider_contacts is not None else self._collider_off_args),
             *(self.self_contacts.kernel_args() if self.self_contacts is not None else self._self_off_args),
-            self._cheb_omega, self.cheb_prev, self.cheb_prev2,
         ]
         pairs = self.collider_contacts is not None or self.self_contacts is not None
         if m.device.is_cpu:
