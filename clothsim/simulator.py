@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import math
+import os
 
 import numpy as np
 import warp as wp
@@ -55,6 +56,11 @@ class Simulator:
             "neo-hookean" (a stable Neo-Hookean tangent with the same small-strain stiffness: converges
             about 4× faster per iteration on swinging, membrane-dominated cloth; benchmarks/sim_grid.py
             uses it). Forces, and so converged results, are StVK's either way (clothsim/solver/elastic.py).
+        cpu_threads: on the CPU, how many threads share each colour's vertices (a colour's vertices are
+            independent, so the result is bit-identical for any count); default: the machine's cores (at
+            most 8). Used when the model has no self contact (self-contact pairs link vertices of one
+            colour, so that sweep stays in one thread, in a fixed order) and a colour has at least
+            ``2 * clothsim.solver.vbd.CPU_CHUNK_MIN`` vertices. 1 = one thread.
         model: a :class:`ClothModel` of exactly these cloths already built on ``device`` (e.g. restored
             from a host snapshot by :mod:`clothsim.multires`); the simulator takes ownership of it and frees
             it in :meth:`release`. Default: built here from ``cloths``.
@@ -66,7 +72,7 @@ class Simulator:
                  self_collision: bool = False, contact_stiffness: float = 1.0e4, contact_damping: float = 0.0,
                  contact_margin: float = 0.01,
                  friction_eps: float = 1.0e-2, initial_guess: str = "adaptive", chebyshev_rho: float = 0.0,
-                 membrane_hessian: str = "stvk", model: ClothModel | None = None):
+                 membrane_hessian: str = "stvk", model: ClothModel | None = None, cpu_threads: int | None = None):
         if isinstance(cloths, Cloth):
             cloths = [cloths]
         cloths = list(cloths)
@@ -116,6 +122,11 @@ class Simulator:
         if membrane_hessian not in ("stvk", "neo-hookean"):
             raise InputError(f"Simulator: membrane_hessian must be 'stvk' or 'neo-hookean', got {membrane_hessian!r}")
         self.membrane_hessian = membrane_hessian
+        if cpu_threads is None:
+            cpu_threads = min(8, os.cpu_count() or 1)
+        if int(cpu_threads) != cpu_threads or cpu_threads < 1:
+            raise InputError(f"Simulator: cpu_threads must be a positive integer, got {cpu_threads!r}")
+        self.cpu_threads = int(cpu_threads)
         self.frame = 0
         self._released = False
         self._views = []

@@ -8,6 +8,8 @@ captured once as a graph and replayed.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import warp as wp
 
 from . import kernels as K
@@ -22,6 +24,11 @@ from .self_collision import SelfCollision, disabled_kernel_args
 # 6 colours, 10x10 iterations, ms/frame with a 4096 / unlimited threshold: N=256 (10.9k per colour)
 # 23.5 / 13.1, N=1024 (175k per colour) 110.9 / 178.8; block 64 or 128 within 2 %.
 TILE_MAX_VERTICES = 32768
+
+# CPU: a colour is split over Simulator.cpu_threads threads (each runs one Warp CPU launch over a
+# contiguous chunk; Warp releases the GIL while a CPU kernel runs) when every chunk gets at least this
+# many vertices; below it the thread hand-off (tens of microseconds) costs more than it saves.
+CPU_CHUNK_MIN = 256
 BLOCK_DIM = 64
 # CUDA threads per vertex when the model has contact pairs (collider features or self contact):
 # K.LANES (16, a half warp) or K.WARP_LANES (32, a whole warp); on the H200 the fold case of
@@ -48,6 +55,8 @@ class SolverVBD:
         self.ext_acc = None
         self._ext_off = wp.zeros(1, dtype=wp.vec3, device=d)
         self._free_count = sum(c for _, c in model.color_ranges)
+        # CPU: split colours over threads only if one is big enough (else one launch sweeps them all)
+        self._cpu_split = any(c >= 2 * CPU_CHUNK_MIN for _, c in model.color_ranges)
         self.colliders: list = []
         self._alloc_contacts()
         self.self_contacts = None
@@ -64,6 +73,8 @@ class SolverVBD:
         self.overflow_redos = 0
         self.materials_changed()
         self._graph = None
+        self._pool = None  # CPU worker threads (created on first use, shut down by release)
+        self._cpu_launches = {}  # (colour range, argument identities) -> recorded wp.Launch per chunk
 
     def materials_changed(self) -> None:
         """Fabric numbers changed: contact search radii follow the thickness; a captured graph holds the
@@ -209,7 +220,12 @@ class SolverVBD:
                     if it == 0:
                         wp.copy(self.cheb_prev, state.x)
                         wp.copy(self.cheb_prev2, state.x)
-                if dev.is_cpu:
+                if dev.is_cpu and self._cpu_threads() > 1 and self._cpu_split:
+                    # each colour's vertices split over threads; colour by colour (same result, bit for bit)
+                    args = self._solve_args(state, h, slots)
+                    for start, count in m.color_ranges:
+                        self._solve_color_threaded(args, start, count)
+                elif dev.is_cpu:
                     # Warp runs a CPU launch's threads one after another in index order, so one launch over
                     # all colours in sequence is exactly the colour-by-colour Gauss–Seidel sweep (bit for bit)
                     # at a tenth of the launch overhead.
@@ -222,10 +238,41 @@ class SolverVBD:
                               device=dev)
             wp.launch(K.finish_substep_kernel, n, inputs=[state.x, self.x_prev, h], outputs=[state.v, self.bad], device=dev)
 
-    def _solve_color(self, state, start, count, h, slots):
+    def _cpu_threads(self) -> int:
+        """Threads for the CPU colour sweep: 1 with self contact (pairs link vertices of one colour)."""
+        if self.self_contacts is not None:
+            return 1
+        return max(1, int(getattr(self.s, "cpu_threads", 1)))
+
+    def _solve_color_threaded(self, args, start, count):
+        """One colour on the CPU, its vertices in contiguous chunks on worker threads (and this one)."""
+        m = self.model
+        t = min(self._cpu_threads(), count // CPU_CHUNK_MIN)
+        if t <= 1:
+            wp.launch(K.vbd_solve_kernel, count, inputs=[m.color_vertices, start, count, 1, *args], device=m.device)
+            return
+        key = (start, count, t, tuple(id(a) if isinstance(a, wp.array) else
+                                      (tuple(a) if wp.types.type_is_vector(type(a)) else a) for a in args))
+        entry = self._cpu_launches.get(key)
+        launches = entry[0] if entry is not None else None
+        if launches is None:
+            if len(self._cpu_launches) > 64:
+                self._cpu_launches.clear()
+            bounds = [start + (count * c) // t for c in range(t + 1)]
+            launches = [wp.launch(K.vbd_solve_kernel, b1 - b0, inputs=[m.color_vertices, b0, b1 - b0, 1, *args],
+                                  device=m.device, record_cmd=True) for b0, b1 in zip(bounds, bounds[1:])]
+            self._cpu_launches[key] = (launches, args)  # args: keeps the arrays (and so their ids) alive
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=self._cpu_threads() - 1, thread_name_prefix="clothsim-vbd")
+        futures = [self._pool.submit(cmd.launch) for cmd in launches[1:]]
+        launches[0].launch()
+        for f in futures:
+            f.result()
+
+    def _solve_args(self, state, h, slots):
         m = self.model
         s = self.s
-        args = [
+        return [
             state.x, self.x_prev, self.y, self.normals, self.theta_prev,
             m.mass, m.vertex_area, m.vertex_cloth,
             m.tri, m.tri_dm_inv, m.tri_area, m.tri_cloth, m.v_tri_offsets, m.v_tri,
@@ -239,6 +286,10 @@ class SolverVBD:
             *(self.collider_contacts.kernel_args() if self.collider_contacts is not None else self._collider_off_args),
             *(self.self_contacts.kernel_args() if self.self_contacts is not None else self._self_off_args),
         ]
+
+    def _solve_color(self, state, start, count, h, slots):
+        m = self.model
+        args = self._solve_args(state, h, slots)
         pairs = self.collider_contacts is not None or self.self_contacts is not None
         if m.device.is_cpu:
             wp.launch(K.vbd_solve_kernel, count, inputs=[m.color_vertices, start, count, 1, *args], device=m.device)
@@ -275,6 +326,10 @@ class SolverVBD:
 
     def release(self) -> None:
         self._graph = None
+        self._cpu_launches = {}
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
         for c in self.colliders:
             c.release()
         self.colliders = []
