@@ -345,11 +345,13 @@ def fmt(x, nd=1):
     return "-" if x is None else f"{x:.{nd}f}"
 
 
-def compare_case(cs, scene, mat, a, log):
-    """Same-physics check, accuracy-vs-time sweep and intersections for one scene."""
+def compare_case(cs, scene, mat, a, log, runners=None):
+    """Same-physics check, accuracy-vs-time sweep and intersections for one scene (``runners``: the
+    timing phase's, reused so that Newton's model, slow to build at N = 1024, is built once)."""
     frames = a.compare_frames or (a.fold_frames if scene.kind == "fold" else 20)
-    runners = {"clothsim": ClothsimRunner(cs, scene, mat, a.device, a.substeps, a.initial_guess, a.chebyshev_rho, a.membrane_hessian),
-               "newton": NewtonRunner(scene, mat, a.device, a.substeps)}
+    runners = runners or {
+        "clothsim": ClothsimRunner(cs, scene, mat, a.device, a.substeps, a.initial_guess, a.chebyshev_rho, a.membrane_hessian),
+        "newton": NewtonRunner(scene, mat, a.device, a.substeps)}
     out = {"frames": frames, "ref_iterations": a.ref_iterations, "sweep": {}}
     refs = {}
     for name, r in runners.items():
@@ -481,7 +483,7 @@ def main(argv=None):
             results["cases"].append(row)
             if compare and n in a.compare_sizes and kind in a.compare_cases and not any(
                     "error" in row.get(k, {}) for k in ("clothsim", "newton")):
-                res = compare_case(cs, scene, mat, a, log)
+                res = compare_case(cs, scene, mat, a, log, runners={r.name: r for r in runners})
                 res.update(case=kind, N=n)
                 results["comparisons"].append(res)
 
