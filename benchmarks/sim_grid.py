@@ -155,7 +155,8 @@ class ClothsimRunner:
 
     def __init__(self, cs, scene: Scene, mat: BenchMaterial, device: str, substeps: int,
                  initial_guess: str = "inertia", chebyshev_rho: float = 0.8,
-                 membrane_hessian: str = "neo-hookean"):
+                 membrane_hessian: str = "neo-hookean", cpu_threads: int | None = None):
+        self.cpu_threads = cpu_threads
         self.cs, self.scene, self.mat, self.device, self.substeps = cs, scene, mat, device, substeps
         self.initial_guess = initial_guess  # moving cloth: start each substep at the inertial target
         self.chebyshev_rho = chebyshev_rho
@@ -173,7 +174,7 @@ class ClothsimRunner:
                                      iterations=iterations, ground=sc.ground, self_collision=sc.self_collision,
                                      contact_stiffness=self.mat.contact_ke, contact_margin=self.mat.contact_gap,
                                      initial_guess=self.initial_guess, chebyshev_rho=self.chebyshev_rho,
-                                     membrane_hessian=self.membrane_hessian)
+                                     membrane_hessian=self.membrane_hessian, cpu_threads=self.cpu_threads)
         self.iterations = iterations
         self.x0 = self.sim.positions().copy()
         self.v0 = np.zeros_like(self.x0)
@@ -317,6 +318,8 @@ def parse_args(argv=None):
                     "TILE_MAX_VERTICES)")
     ap.add_argument("--block-dim", type=int, default=None,
                     help="CUDA: threads per block of the half-warp solve (clothsim.solver.vbd.BLOCK_DIM)")
+    ap.add_argument("--cpu-threads", type=int, default=None,
+                    help="CPU: threads per colour (Simulator(cpu_threads=); default: the cores, at most 8)")
     ap.add_argument("--contact-lanes", type=int, choices=[16, 32], default=None,
                     help="CUDA: threads per vertex of the solve with contact pairs (clothsim.solver.vbd.CONTACT_LANES)")
     ap.add_argument("--json", default="out/bench/sim_grid.json")
@@ -350,7 +353,8 @@ def compare_case(cs, scene, mat, a, log, runners=None):
     timing phase's, reused so that Newton's model, slow to build at N = 1024, is built once)."""
     frames = a.compare_frames or (a.fold_frames if scene.kind == "fold" else 20)
     runners = runners or {
-        "clothsim": ClothsimRunner(cs, scene, mat, a.device, a.substeps, a.initial_guess, a.chebyshev_rho, a.membrane_hessian),
+        "clothsim": ClothsimRunner(cs, scene, mat, a.device, a.substeps, a.initial_guess, a.chebyshev_rho, a.membrane_hessian,
+                                   a.cpu_threads),
         "newton": NewtonRunner(scene, mat, a.device, a.substeps)}
     out = {"frames": frames, "ref_iterations": a.ref_iterations, "sweep": {}}
     refs = {}
@@ -448,14 +452,15 @@ def main(argv=None):
                "frame_dt": FRAME_DT, "material": mat.__dict__ | {"shear_modulus": mat.shear_modulus},
                "initial_guess": a.initial_guess, "chebyshev_rho": a.chebyshev_rho,
                "membrane_hessian": a.membrane_hessian, "tile_max_vertices": _vbd.TILE_MAX_VERTICES,
-               "block_dim": _vbd.BLOCK_DIM, "contact_lanes": _vbd.CONTACT_LANES,
+               "block_dim": _vbd.BLOCK_DIM, "cpu_threads": a.cpu_threads, "contact_lanes": _vbd.CONTACT_LANES,
                "cases": [], "comparisons": []}
     for kind in kinds:
         for n in a.sizes:
             scene = Scene(cs, kind, n, a.size, mat)
             frames = a.fold_frames if kind == "fold" else a.frames
             row = {"case": kind, "N": n, "vertices": n * n, "frames": frames}
-            runners = [ClothsimRunner(cs, scene, mat, a.device, a.substeps, a.initial_guess, a.chebyshev_rho, a.membrane_hessian)]
+            runners = [ClothsimRunner(cs, scene, mat, a.device, a.substeps, a.initial_guess, a.chebyshev_rho, a.membrane_hessian,
+                                      a.cpu_threads)]
             if compare:
                 runners.append(NewtonRunner(scene, mat, a.device, a.substeps))
             for r in runners:
