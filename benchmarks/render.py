@@ -9,12 +9,21 @@ image back to numpy every frame. Ours additionally renders its ground contact-sh
     python benchmarks/render.py                       # both sizes, 5 timed frames each
     python benchmarks/render.py --sizes 100k --frames 7 --out benchmarks/results
 
-Variants timed for ours: "static" (mesh uploaded once, as pyrender's static scene) and "upload"
-(new positions every frame: upload + CPU normals, the catalog/turntable case of a moving drape);
-on CUDA with --warp also "warp" (positions copied from a Warp CUDA array through GL interop).
-Cases are interleaved frame by frame (a shared machine's load hits both sides alike). Median of
+Variants timed for ours: "static" (mesh uploaded once, as pyrender's static scene; default
+settings: shading "auto", shadow/contact maps reused while nothing moved), "fresh_maps" (the same
+with the maps redrawn every frame, as pyrender does), "forward" (forward shading, maps redrawn: the
+renderer before the deferred path) and "upload" (new positions every frame: upload + CPU normals +
+maps redrawn, the catalog/turntable case of a moving drape); on CUDA with --warp also "warp"
+(positions copied from a Warp CUDA array through GL interop). ``--baseline-root DIR`` adds
+"baseline": the renderer of another checkout (e.g. ``git worktree add /tmp/base <commit>``), run in
+a worker process with its own GL context, timed by the worker, so before/after sit in one run.
+Cases are interleaved frame by frame, their order rotating every round (a shared machine's load
+hits all of them alike). Median of
 the timed frames after warm-up frames; ratio = pyrender / ours (also the median of per-frame
-ratios in the JSON). Writes a JSON and prints a table last.
+ratios in the JSON). ``--profile``: afterwards, per-pass times (glFinish after each pass:
+setup, shadow, contact, main = G-buffer or forward colour pass, shade = deferred shading + resolve,
+resolve, readback) for "static", "fresh_maps" and "forward", and the per-pixel difference between
+their images. Writes a JSON and prints a table last.
 """
 
 from __future__ import annotations
@@ -60,28 +69,43 @@ def _time(fn) -> float:
     return time.perf_counter() - t
 
 
+def ours_settings(w, h):
+    from render import RenderSettings
+
+    s = RenderSettings(width=w, height=h, samples=4, shadows=True, ground=True)
+    return {"static": s, "fresh_maps": RenderSettings(**{**s.__dict__, "reuse_maps": False}),
+            "forward": RenderSettings(**{**s.__dict__, "reuse_maps": False, "shading": "forward"})}
+
+
 def ours_cases(r, verts, tris, camera, w, h, warp_device=None, breakdown=False) -> dict:
     """{case name: zero-argument frame function} for our renderer."""
     from render import Material, MeshItem, RenderSettings
 
-    s = RenderSettings(width=w, height=h, samples=4, shadows=True, ground=True)
+    ss = ours_settings(w, h)
+    s = ss["static"]
     item = MeshItem(verts, tris, Material.fabric("navy"), name="sheet")
-    moved = [item.with_vertices(verts + np.float32(1e-4 * k)) for k in range(2)]
+    # its own name, so its GL buffers are not the static mesh's (else the frame after an upload
+    # frame would re-upload the static positions)
+    moved = [MeshItem(verts + np.float32(1e-4 * k), tris, item.material, name="sheet_moving") for k in range(2)]
     flip = [0]
 
     def upload():
         flip[0] ^= 1
         r.render([moved[flip[0]]], camera, s)
 
-    cases = {"static": lambda: r.render([item], camera, s), "upload": upload}
+    cases = {"static": lambda: r.render([item], camera, s),
+             "fresh_maps": lambda: r.render([item], camera, ss["fresh_maps"]),
+             "forward": lambda: r.render([item], camera, ss["forward"]),
+             "upload": upload}
     if warp_device:
         import warp as wp
 
         xs = [wp.array(verts + np.float32(1e-4 * k), dtype=wp.vec3, device=warp_device) for k in range(2)]
+        warp_item = MeshItem(verts, tris, item.material, name="sheet_warp")   # its own GL buffers
 
         def warp_frame():
             flip[0] ^= 1
-            r.render([item], camera, s, device_positions={"sheet": xs[flip[0]]})
+            r.render([warp_item], camera, s, device_positions={"sheet_warp": xs[flip[0]]})
             wp.synchronize_device(warp_device)
 
         cases["warp"] = warp_frame
@@ -144,14 +168,107 @@ def pyrender_frame(verts, tris, camera, w, h):
     return r, (lambda: r.render(scene, flags=flags))
 
 
-def bench_scene(verts, tris, camera, w, h, warmup, frames, warp_device, breakdown, with_pyrender) -> dict:
+WORKER = r"""
+import sys, time, pickle
+sys.path.insert(0, sys.argv[1])
+import numpy as np
+from render import Material, MeshItem, RenderSettings, Renderer
+data = pickle.load(sys.stdin.buffer)
+r = Renderer()
+item = MeshItem(data["verts"], data["tris"], Material.fabric("navy"), name="sheet")
+s = RenderSettings(width=data["w"], height=data["h"], samples=4, shadows=True, ground=True)
+out = sys.stdout
+for line in sys.stdin:
+    if line.strip() == "quit":
+        break
+    t = time.perf_counter()
+    img = r.render([item], data["camera"], s)
+    dt = time.perf_counter() - t
+    if line.strip() == "image":
+        np.save(data["image_path"], img)
+    out.write(f"{dt!r}\n")
+    out.flush()
+r.release()
+"""
+
+
+def baseline_worker(root: Path, verts, tris, camera, w, h, image_path: Path):
+    """A worker process rendering with the renderer in ``root`` (another checkout); returns
+    (frame function returning the worker's own frame time, close function)."""
+    import pickle
+    import subprocess
+
+    proc = subprocess.Popen([sys.executable, "-c", WORKER, str(root)], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, cwd=str(root))
+    proc.stdin.write(pickle.dumps({"verts": verts, "tris": tris, "camera": camera, "w": w, "h": h,
+                                   "image_path": str(image_path)}))
+    proc.stdin.flush()
+
+    def frame(cmd="frame"):
+        proc.stdin.write(f"{cmd}\n".encode())
+        proc.stdin.flush()
+        line = proc.stdout.readline()
+        if not line:
+            raise RuntimeError(f"baseline worker ({root}) died")
+        return float(line)
+
+    def close():
+        try:
+            proc.stdin.write(b"quit\n")
+            proc.stdin.close()
+        except OSError:
+            pass
+        proc.wait(timeout=60)
+
+    return frame, close
+
+
+def profile_ours(r, verts, tris, camera, w, h, frames: int) -> dict:
+    """Per-pass medians [ms] (glFinish after each pass) and the per-pixel difference between the
+    variants' images (max, mean, pixels over 8 levels)."""
+    from render import Material, MeshItem
+
+    item = MeshItem(verts, tris, Material.fabric("navy"), name="sheet")
+    out, images = {}, {}
+    r.profile = True
+    try:
+        for name, s in ours_settings(w, h).items():
+            images[name] = r.render([item], camera, s)
+            passes = {}
+            for _ in range(frames):
+                r.render([item], camera, s)
+                for k, v in r.stats.items():
+                    passes.setdefault(k, []).append(1e3 * v)
+            out[name] = {"shading": r.frame_info["shading"], "passes_ms": {k: statistics.median(v) for k, v in passes.items()}}
+    finally:
+        r.profile = False
+    ref = images["forward"].astype(np.int16)
+    for name, img in images.items():
+        d = np.abs(img.astype(np.int16) - ref)
+        out[name]["vs_forward"] = {"max": int(d.max()), "mean": float(d.mean()),
+                                   "pixels_over_8": int((d.max(axis=-1) > 8).sum())}
+    return out, images
+
+
+def bench_scene(verts, tris, camera, w, h, warmup, frames, warp_device, breakdown, with_pyrender,
+                baseline_root=None, profile=False) -> dict:
     """Time every case, interleaved frame by frame (ours and pyrender alternate), so a machine
     whose load changes during the run slows both sides alike; per-frame ratios are kept too."""
+    import tempfile
+
     from render import Renderer
 
     pr = None
+    close_baseline = None
+    result = {}
     with Renderer() as r:
         cases = ours_cases(r, verts, tris, camera, w, h, warp_device, breakdown)
+        timed_by_worker = set()
+        tmp = Path(tempfile.mkdtemp(prefix="render_bench_"))
+        if baseline_root is not None:
+            base_frame, close_baseline = baseline_worker(baseline_root, verts, tris, camera, w, h, tmp / "baseline.npy")
+            cases["baseline"] = base_frame
+            timed_by_worker.add("baseline")
         if with_pyrender:
             pr, frame = pyrender_frame(verts, tris, camera, w, h)
             cases["pyrender"] = frame
@@ -160,16 +277,31 @@ def bench_scene(verts, tris, camera, w, h, warmup, frames, warp_device, breakdow
             for _ in range(warmup):
                 for fn in cases.values():
                     fn()
-            for _ in range(frames):
-                for k, fn in cases.items():
-                    times[k].append(_time(fn))
+            names = list(cases)
+            for i in range(frames):
+                # the order rotates every round: whichever case follows another renderer's frame
+                # (a cold cache, another context's threads) is a different one each time
+                for k in names[i % len(names):] + names[:i % len(names)]:
+                    fn = cases[k]
+                    times[k].append(fn() if k in timed_by_worker else _time(fn))
             with r.ctx:
                 gl = r.ctx.info["GL_RENDERER"]
+            if profile:
+                result["profile"], images = profile_ours(r, verts, tris, camera, w, h, max(3, frames // 2))
+                if baseline_root is not None:
+                    base_frame("image")
+                    base = np.load(tmp / "baseline.npy").astype(np.int16)
+                    for name, img in images.items():
+                        d = np.abs(img.astype(np.int16) - base)
+                        result["profile"][name]["vs_baseline"] = {
+                            "max": int(d.max()), "mean": float(d.mean()), "pixels_over_8": int((d.max(axis=-1) > 8).sum())}
         finally:
+            if close_baseline is not None:
+                close_baseline()
             if pr is not None:
                 r.release()     # pyrender's delete() terminates the shared EGL display: ours first
                 pr.delete()
-    return {"times_s": times, "gl_renderer": gl}
+    return {"times_s": times, "gl_renderer": gl, **result}
 
 
 def main(argv=None) -> None:
@@ -182,6 +314,9 @@ def main(argv=None) -> None:
     p.add_argument("--warp", default=None, help="Warp CUDA device for the interop variant (e.g. cuda:0)")
     p.add_argument("--no-pyrender", action="store_true")
     p.add_argument("--breakdown", action="store_true", help="also time ours without shadows / without the floor")
+    p.add_argument("--profile", action="store_true", help="per-pass times and image differences of ours (see doc)")
+    p.add_argument("--baseline-root", type=Path, default=None,
+                   help="another checkout whose renderer is timed in the same run (a worker process)")
     p.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results")
     p.add_argument("--tag", default=None, help="file name tag [default: host kind]")
     args = p.parse_args(argv)
@@ -195,7 +330,7 @@ def main(argv=None) -> None:
         verts, tris = folded_sheet(SIZES[name])
         cam = standard_view("three_quarter", verts.min(0), verts.max(0), aspect=args.width / args.height)
         res = bench_scene(verts, tris, cam, args.width, args.height, args.warmup, args.frames, args.warp,
-                          args.breakdown, not args.no_pyrender)
+                          args.breakdown, not args.no_pyrender, args.baseline_root, args.profile)
         times = res["times_s"]
         med = {k: 1e3 * statistics.median(v) for k, v in times.items()}
         entry = {"scene": name, "triangles": int(len(tris)), "vertices": int(len(verts)),
@@ -205,6 +340,11 @@ def main(argv=None) -> None:
             per_frame = [p / o for p, o in zip(times["pyrender"], times["static"])]
             entry["ratio_pyrender_over_ours_static"] = med["pyrender"] / med["static"]
             entry["ratio_per_frame_median"] = statistics.median(per_frame)
+            entry["ratio_pyrender_over"] = {k: med["pyrender"] / med[k] for k in med if k != "pyrender"}
+        if "baseline" in times:
+            entry["speedup_over_baseline"] = {k: med["baseline"] / med[k] for k in med if k not in ("baseline", "pyrender")}
+        if "profile" in res:
+            entry["profile"] = res["profile"]
         results.append(entry)
         print(f"{name}: {med}", file=sys.stderr, flush=True)
 
@@ -226,6 +366,18 @@ def main(argv=None) -> None:
         print(f"{e['scene']:>5} {e['triangles']:>10,} {e['gl_renderer'][:24]:<24} {m['static']:>15.1f} "
               f"{m['upload']:>15.1f} {m.get('warp', nan):>8.2f} {m.get('pyrender', nan):>12.1f} "
               f"{e.get('ratio_pyrender_over_ours_static', nan):>6.2f}")
+    for e in results:
+        if "ratio_pyrender_over" in e:
+            print(f"{e['scene']:>5} pyrender / ours: " + ", ".join(f"{k} {v:.2f}" for k, v in e["ratio_pyrender_over"].items()))
+        if "speedup_over_baseline" in e:
+            print(f"{e['scene']:>5} baseline / ours: " + ", ".join(f"{k} {v:.2f}" for k, v in e["speedup_over_baseline"].items()))
+        for name, pr in e.get("profile", {}).items():
+            passes = ", ".join(f"{k} {v:.1f}" for k, v in pr["passes_ms"].items())
+            diff = pr["vs_forward"]
+            print(f"{e['scene']:>5} profile {name} ({pr['shading']}): {passes} ms; vs forward: max {diff['max']}, "
+                  f"mean {diff['mean']:.3f}, {diff['pixels_over_8']} px > 8"
+                  + (f"; vs baseline: max {pr['vs_baseline']['max']}, mean {pr['vs_baseline']['mean']:.3f}, "
+                     f"{pr['vs_baseline']['pixels_over_8']} px > 8" if "vs_baseline" in pr else ""))
     if args.breakdown:
         for e in results:
             m = e["median_ms"]
