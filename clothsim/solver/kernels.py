@@ -268,6 +268,8 @@ def vertex_pair_contacts(
     """
     f = wp.vec3(0.0)
     H = wp.mat33(0.0)
+    if collider_enabled == 0 and self_enabled == 0:
+        return f, H  # no pair lists: skip the walk over the vertex's triangles and edges
     xi = x[i]
     xpi = x_prev[i]
     eps_h = friction_eps * h
