@@ -305,7 +305,8 @@ def settle_part(device: str, scene_name: str, edge_lengths, cap: int, policy: st
 
 def correction_part(device: str, scene_name: str, edge_lengths, cap: int, target: float, every: int,
                     coarse_frames: int, stop: float, modes=("without", "plain", "fas"), policy: str = "scene",
-                    fas_velocities: str = "keep", start_frames: int = 0, fas_tau: str = "frame") -> dict:
+                    fas_velocities: str = "keep", start_frames: int = 0, fas_tau: str = "frame",
+                    fas_post_relax: int = 0) -> dict:
     """At the finest level: frames and time until the residual stays below ``target`` for the scene's
     settle_frames frames, without a coarse correction, with the plain one (coarse level's own forces) and
     with FAS (τ-corrected). ``start_frames``: fine frames run first, shared by all modes (a common start
@@ -319,7 +320,8 @@ def correction_part(device: str, scene_name: str, edge_lengths, cap: int, target
     fine = lv.count - 1
     out = {"scene": scene.name, "edge_lengths_m": list(edge_lengths), "target_residual": target, "policy": policy,
            "every": every, "coarse_frames": coarse_frames, "stop_residual": stop, "coarse_level": fine - 1,
-           "fas_velocities": fas_velocities, "fas_tau": fas_tau, "start_frames": start_frames, "modes": list(modes)}
+           "fas_velocities": fas_velocities, "fas_tau": fas_tau, "fas_post_relax": fas_post_relax,
+           "start_frames": start_frames, "modes": list(modes)}
     start = None
     for mode in modes:
         sim = MultiResSimulator(lv, level=fine, device=device, **kw)
@@ -335,7 +337,8 @@ def correction_part(device: str, scene_name: str, edge_lengths, cap: int, target
             corr = CoarseCorrection(sim, fine - 1, every=every, coarse_frames=coarse_frames, stop_residual=stop)
         elif mode == "fas":
             corr = FASCorrection(sim, fine - 1, every=every, coarse_steps=coarse_frames, stop_residual=stop,
-                                 velocities=fas_velocities, tau=fas_tau, coarse_kinetic=policy == "kinetic")
+                                 velocities=fas_velocities, tau=fas_tau, coarse_kinetic=policy == "kinetic",
+                                 post_relax=fas_post_relax)
         step = corr.step if corr else sim.step
         w = _Watch(sim)
         sim_s, frames, reached = 0.0, 0, None
@@ -385,14 +388,15 @@ def markdown(res: dict) -> str:
         lines += [f"## Settling ({st['policy']} damping) {st['scene']} at {', '.join(f'{1e3 * e:g}' for e in st['edge_lengths_m'])} mm "
                   f"(thresholds: KE {st['thresholds']['kinetic_energy']:g} J/kg, residual {st['thresholds']['residual']:g}, "
                   f"seam gap {1e3 * st['thresholds']['seam_gap']:g} mm, penetration {1e3 * st['thresholds']['penetration']:g} mm)", "",
-                  "| mode | frames per level (wall s) | settled | total wall s | total CPU s | residual | KE J/kg | pen. mm | "
+                  "| mode | frames per level (wall / CPU s) | settled | total wall s | total CPU s | residual | KE J/kg | pen. mm | "
                   "seam gap mm | equal quality |",
                   "|---|---|---|---|---|---|---|---|---|---|"]
         for mode in ("fine_only", "coarse_to_fine"):
             m = st[mode]
-            fr = " → ".join(f"{s['frames']} @{s['vertices']}v ({s['sim_s']:.1f} s)" for s in m["stages"])
+            fr = " → ".join(f"{s['frames']} @{s['vertices']}v ({s['sim_s']:.1f} / {s.get('cpu_s', float('nan')):.1f} s)"
+                            for s in m["stages"])
             if mode == "coarse_to_fine":
-                fr += f" + switches {m['switch_s']:.1f} s"
+                fr += f" + switches ({m['switch_s']:.1f} / {m.get('switch_cpu_s', float('nan')):.1f} s)"
             lines.append(f"| {mode} | {fr} | {'yes' if m['settled'] else 'no'} | {m['total_s']:.1f} | "
                          f"{m.get('total_cpu_s', float('nan')):.1f} | {m['final_residual']:.3f} | "
                          f"{m['final_kinetic_energy']:.1e} | {1e3 * m['worst_penetration_m']:.2f} | "
@@ -413,7 +417,8 @@ def markdown(res: dict) -> str:
                   f"{co.get('policy', 'scene')} damping; target residual {co['target_residual']:g} for the scene's "
                   f"settle frames; a correction every {co['every']} fine frames while the residual > "
                   f"{co['stop_residual']:g}, {co['coarse_frames']} coarse frames each; FAS fine velocities: "
-                  f"{co.get('fas_velocities', '')}; common start after {co.get('start_frames', 0)} fine frames)", "",
+                  f"{co.get('fas_velocities', '')}, τ from {co.get('fas_tau', 'forces')}, post-relaxation "
+                  f"{co.get('fas_post_relax', 0)} substeps; common start after {co.get('start_frames', 0)} fine frames)", "",
                   "| mode | frames to target | fine VBD iterations | sim s (incl. coarse) | coarse s | corrections | "
                   "final residual | pen. mm | seam gap mm |",
                   "|---|---|---|---|---|---|---|---|---|"]
@@ -462,6 +467,8 @@ def main(argv=None) -> int:
                     help="settle: FAS coarse corrections after each switch every this many fine frames (0 = none)")
     ap.add_argument("--fas-coarse-frames", type=int, default=10)
     ap.add_argument("--fas-tau", choices=["forces", "frame"], default="frame")
+    ap.add_argument("--fas-post-relax", type=int, default=0,
+                    help="FAS: quasi-static fine substeps after each correction (0 = none)")
     ap.add_argument("--fas-stop", type=float, default=0.0, help="FAS corrections only while the residual > this")
     ap.add_argument("--correction-modes", nargs="*", default=["without", "plain", "fas"])
     ap.add_argument("--fas-velocities", choices=["keep", "zero", "prolong"], default="keep")
@@ -503,7 +510,7 @@ def main(argv=None) -> int:
         res["correction"] = correction_part(args.device, args.scene, args.levels, args.cap, args.target_residual,
                                             args.every, args.coarse_frames, args.stop_residual,
                                             tuple(args.correction_modes), args.policy, args.fas_velocities,
-                                            args.start_frames, args.fas_tau)
+                                            args.start_frames, args.fas_tau, args.fas_post_relax)
     tag = args.tag or args.device.replace(":", "")
     jpath = args.json or args.out / f"multires_{tag}.json"
     jpath.parent.mkdir(parents=True, exist_ok=True)

@@ -59,11 +59,14 @@ class FASCorrection(CoarseCorrection):
             damping included, measured as the settling residual is).
         coarse_kinetic: kinetic damping in the coarse frames (velocities zeroed whenever the coarse kinetic
             energy falls), so that they descend toward the τ-corrected coarse rest state.
+        post_relax: quasi-static fine substeps (length the fine substep, from rest; velocities put back)
+            after each correction, to relax the membrane strain the interpolated correction leaves.
     """
 
     def __init__(self, sim, coarse_level: int, *, every: int = 4, coarse_steps: int = 4,
                  coarse_dt: float | None = None, coarse_iterations: int | None = None, stop_residual: float = 0.0,
-                 velocities: str = "keep", damping: float = 1.0, tau: str = "forces", coarse_kinetic: bool = False):
+                 velocities: str = "keep", damping: float = 1.0, tau: str = "forces", coarse_kinetic: bool = False,
+                 post_relax: int = 0):
         if tau not in ("forces", "frame"):
             raise InputError(f"FASCorrection: tau must be 'forces' or 'frame', got {tau!r}")
         if velocities not in ("keep", "zero", "prolong"):
@@ -82,6 +85,7 @@ class FASCorrection(CoarseCorrection):
         self.damping = float(damping)
         self.tau_mode = tau
         self.coarse_kinetic = bool(coarse_kinetic)
+        self.post_relax = int(post_relax)
         self._fine_frame_force = None
         self._fine_mass = np.asarray(sim.simulator.model.host_mass, dtype=np.float64)[:, None]
         self._coarse_mass = np.asarray(self.coarse.model.host_mass, dtype=np.float64)[:, None]
@@ -179,6 +183,12 @@ class FASCorrection(CoarseCorrection):
             self.sim.set_velocities(np.zeros_like(vf))
         wp.copy(self.sim.simulator.state.v_last, self.sim.simulator.state.v)
         project_out(self.sim.simulator)
+        if self.post_relax:
+            fs = self.sim.simulator
+            v_keep = fs.velocities()
+            relax(fs, substeps=self.post_relax)
+            fs.set_velocities(v_keep)
+            wp.copy(fs.state.v_last, fs.state.v)
         self.corrections += 1
 
 
