@@ -22,7 +22,8 @@ a fine state that has fine folds gives a compressed coarse state (its edges are 
 coarse frames turn that compression into motion that the prolongation hands back; and without a
 τ-correction (full approximation scheme: a per-vertex force R·r_f − r_c(R·x_f) added to the coarse solve,
 which the solver does not take today) the coarse level pulls toward its own rest state, not the fine one's.
-Kept as the measured baseline for that work.
+Kept as the measured baseline for that work; :class:`~clothsim.multires.fas.FASCorrection` adds the
+τ-correction (and measures it).
 
 The coarse level's buffers are allocated here when the corrector is built and freed by :meth:`release`
 (report them with :meth:`nbytes`); nothing is allocated per frame except the host transfers.
