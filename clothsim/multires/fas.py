@@ -27,7 +27,7 @@ damping): exact at a rest state without contacts (tests/test_multires_fas.py: on
 hanging cloth 1.9e-6 m, the plain correction 7.2e-4 m), but it does not pay for settling a drape: without a
 correction the 40 mm drape holds the residual target from frame 36; with FAS every 2 frames (4 coarse
 frames, fine velocities kept) or every 4 (8 coarse frames, velocities zeroed) the residual stays at 2-3 for
-150 frames (the plain correction: ~1.2). A prolonged coarse displacement is piecewise linear over coarse
+150 frames (the plain correction: ~1.2; FAS with ``post_relax=10``: 1.6 after 120 frames). A prolonged coarse displacement is piecewise linear over coarse
 triangles; on a curved, nearly inextensible drape it strains the fine membrane by far more than the weight
 it moves (a 1 mm kink across a 40 mm edge of cotton is ~1 N against a 2 mN vertex weight), so each
 correction leaves a fine residual far above the target that the next fine frames must remove, and the
