@@ -36,6 +36,10 @@ SHADING = ("auto", "deferred", "forward")
 # "auto": deferred from this many triangles per image pixel on (1080p llvmpipe, shadows: forward was
 # 1.17x faster at 0.05 triangles/px (100 k), deferred 1.8x faster at 0.48 (1 M); see benchmarks/render.py)
 DEFERRED_MIN_TRIANGLES_PER_PIXEL = 0.2
+# ... and only on software rasterisers: on the H200 (NVIDIA driver, EGL) the 32 B/sample G-buffer made
+# the 1 M-triangle 1080p frame slower, 19.4 ms deferred against 12.3 ms forward
+# (benchmarks/results/render_gpu_h200_s5.json)
+SOFTWARE_RENDERERS = ("llvmpipe", "softpipe", "swrast", "lavapipe")
 _VERSIONS = itertools.count(1)   # GL content versions, unique across meshes (shadow-map reuse keys)
 GROUND_SLOT = 4095   # the floor's slot in the G-buffer (meshes are 1, 2, ...; 0 = nothing drawn)
 
@@ -59,7 +63,8 @@ class RenderSettings:
             once, the resolve folded in), "forward" (every fragment shaded; used anyway for 1
             sample, overlays and window framebuffers) or "auto" (default: deferred when the visible
             meshes have >= DEFERRED_MIN_TRIANGLES_PER_PIXEL triangles per image pixel, where small
-            triangles make forward shading wasteful). Same image within a few levels at edges.
+            triangles make forward shading wasteful, on a software rasteriser such as llvmpipe; on a
+            GPU forward is faster). Same image within a few levels at edges.
         reuse_maps: keep the key shadow map and the contact map while the meshes' positions and
             the light's projection are unchanged (views of one drape under scene lights, or the
             same view again); False redraws them every frame.
@@ -175,6 +180,8 @@ class Renderer:
     def __init__(self, ctx=None, *, backend: str = "egl") -> None:
         self._owns_ctx = ctx is None
         self.ctx = create_headless_context(backend) if ctx is None else ctx
+        gl_name = str(self.ctx.info.get("GL_RENDERER", "")).lower()
+        self.software_raster = any(k in gl_name for k in SOFTWARE_RENDERERS)
         self.programs = ProgramCache(self.ctx)
         self._meshes: dict[str, _GpuMesh] = {}
         self._textures: dict[tuple, object] = {}
@@ -558,7 +565,7 @@ class Renderer:
         samples = max(1, min(s.samples, self.max_samples))
         if s.shading == "auto":
             tris = sum(len(m.triangles) for m in meshes if m.material.visible)
-            want_deferred = tris >= DEFERRED_MIN_TRIANGLES_PER_PIXEL * w * h
+            want_deferred = self.software_raster and tris >= DEFERRED_MIN_TRIANGLES_PER_PIXEL * w * h
         else:
             want_deferred = s.shading == "deferred"
         deferred = want_deferred and samples > 1 and overlay is None and framebuffer is None

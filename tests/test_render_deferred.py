@@ -74,11 +74,13 @@ def test_deferred_matches_forward(renderer, look):
 
 
 def test_auto_picks_deferred_for_dense_meshes(renderer):
+    """Deferred for dense meshes on a software rasteriser (llvmpipe here); forward on a GPU, where the
+    G-buffer's bandwidth made the 1 M-triangle frame slower (renderer.SOFTWARE_RENDERERS)."""
     v, t, uv = _sheet(160)                       # 50 k triangles
     cam = standard_view("front", v.min(0), v.max(0), aspect=1.0)
     item = MeshItem(v, t, Material.fabric("navy"), name="sheet")
     renderer.render([item], cam, RenderSettings(width=96, height=96))          # 5.5 triangles / px
-    assert renderer.frame_info["shading"] == "deferred"
+    assert renderer.frame_info["shading"] == ("deferred" if renderer.software_raster else "forward")
     renderer.render([item], cam, RenderSettings(width=1024, height=1024))      # 0.05 triangles / px
     assert renderer.frame_info["shading"] == "forward"
 
