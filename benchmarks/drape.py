@@ -9,6 +9,7 @@ passed. Prints a table and writes JSON (and the table as markdown) to benchmarks
     python benchmarks/drape.py --device cuda:0 --tag h200        # on a GPU
     python benchmarks/drape.py --levels 1 --max-seconds 900      # stop a case after 900 s of stepping
     python benchmarks/drape.py --device cuda:0 --levels 3 2 1 0 --max-seconds 60 --budget-seconds 500 --tag h200
+    python benchmarks/drape.py --levels 1 --level-substeps 10 20 40 80   # substeps doubled per level
 
 A case stops when the scene's checks say it has settled, at its frame cap (``--frames``, default the
 scene's ``frame_cap``) or after ``--max-seconds`` of wall time; a case that stopped before settling is
@@ -36,7 +37,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 
-def run_one(path: Path, level: int, device: str, frames: int | None, max_seconds: float | None = None) -> dict:
+def run_one(path: Path, level: int, device: str, frames: int | None, max_seconds: float | None = None,
+            substeps: int | None = None) -> dict:
     import clothsim as cs
     from clothsim.scene import Drape
     from clothsim.scene.run import with_overrides
@@ -50,7 +52,7 @@ def run_one(path: Path, level: int, device: str, frames: int | None, max_seconds
             return {"scene": scene.name, "level": level, "edge_length_mm": 1e3 * g.edge_length if g.edge_length else None,
                     "vertices": int(d.sim.particle_count), "triangles": int(len(d.sim.triangles)), "device": d.device,
                     "frames": 0, "setup_s": setup_s, "built_only": True}
-    scene = with_overrides(cs.load_scene(path), device=device, frames=frames)
+    scene = with_overrides(cs.load_scene(path), device=device, frames=frames, substeps=substeps)
     t0 = time.perf_counter()
     stop = "frame cap"
     with Drape(scene, level=level) as d:
@@ -86,7 +88,8 @@ def run_one(path: Path, level: int, device: str, frames: int | None, max_seconds
                     "seconds": [round(h.seconds, 4) for h in r.history]},
         "settings": {"substeps": scene.simulation.substeps, "iterations": scene.simulation.iterations,
                      "dt": scene.simulation.dt, "self_collision": scene.simulation.self_collision,
-                     "contact_stiffness": scene.simulation.contact_stiffness, "drag": scene.simulation.drag,
+                     "contact_stiffness": scene.simulation.contact_stiffness,
+                     "contact_damping": scene.simulation.contact_damping, "drag": scene.simulation.drag,
                      "air_damping": scene.simulation.air_damping, "checks": dataclasses.asdict(scene.simulation.checks)},
     }
 
@@ -137,6 +140,8 @@ def main(argv=None) -> int:
                     help="wall-time cap per case [s] (stepping only); a case cut off is reported as not settled")
     ap.add_argument("--budget-seconds", type=float, default=None,
                     help="wall-time budget of the whole run [s]: no case starts after it (listed as not run)")
+    ap.add_argument("--level-substeps", nargs="*", type=int, default=None, metavar="N",
+                    help="substeps per frame for level 0, 1, 2, 3 (default: each scene's substeps at every level)")
     ap.add_argument("--tag", default=None, help="results file tag (default: the device)")
     ap.add_argument("--note", default="", help="free text stored in the JSON and markdown (e.g. machine load)")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
@@ -153,7 +158,7 @@ def main(argv=None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     result = {"benchmark": "drape", "device": args.device, "host": platform.node(), "python": platform.python_version(),
               "warp": wp.config.version, "levels": args.levels, "frame_cap": args.frames,
-              "max_seconds": args.max_seconds, "budget_seconds": args.budget_seconds, "note": args.note, "rows": []}
+              "max_seconds": args.max_seconds, "level_substeps": args.level_substeps, "budget_seconds": args.budget_seconds, "note": args.note, "rows": []}
     rows = result["rows"]
     start = time.perf_counter()
     for lv in args.levels:
@@ -164,7 +169,8 @@ def main(argv=None) -> int:
                 continue
             print(f"{p.stem} level {lv} on {args.device} ...", flush=True)
             try:
-                row = run_one(p, lv, args.device, args.frames, args.max_seconds)
+                sub = args.level_substeps[min(lv, len(args.level_substeps) - 1)] if args.level_substeps else None
+                row = run_one(p, lv, args.device, args.frames, args.max_seconds, sub)
             except Exception as e:  # noqa: BLE001 - one failing case must not stop the rest
                 row = {"scene": p.stem, "level": lv, "error": f"{type(e).__name__}: {e}"}
             rows.append(row)
