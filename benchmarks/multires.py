@@ -21,8 +21,16 @@ correction  at the finest level from the placed garment, frames and time until t
             from the next coarser level (:class:`clothsim.multires.CoarseCorrection`, ``--every``,
             ``--coarse-frames``).
 
+Settle times are wall and process CPU time (the machine may be shared; a Warp CPU run is one thread);
+``--repeats`` alternates the two modes in one process and reports medians. ``--proxy-cell`` lets the levels
+before the finest collide with a vertex-clustered proxy of the body (both modes get the same set-up).
+correction modes: without, plain (:class:`clothsim.multires.CoarseCorrection`), fas
+(:class:`clothsim.multires.FASCorrection`, ``--fas-*``).
+
     python benchmarks/multires.py --device cpu --tag cpu_2core
-    python benchmarks/multires.py --device cuda:0 --grid 1024 --scene tshirt --levels 0.04 0.02 0.01 --tag h200
+    python benchmarks/multires.py --parts settle --levels 0.08 0.04 --policy kinetic --proxy-cell 0.03 --repeats 3
+    python benchmarks/multires.py --device cuda:0 --parts memory --grid 1024 --switches 100 --memory-settle 30 \
+        --max-seconds 200 --json benchmarks/results/multires_h200_memory1024.json
 """
 
 from __future__ import annotations
