@@ -253,6 +253,7 @@ def settle_part(device: str, scene_name: str, edge_lengths, cap: int, policy: st
     loose = dataclasses.replace(checks, kinetic_energy=slack * checks.kinetic_energy, residual=slack * checks.residual)
     out = {"scene": scene.name, "edge_lengths_m": list(edge_lengths), "policy": policy, "coarse_slack": slack,
            "fas_after_switch": fas, "prolongation": prolongation, "repeats": repeats, "proxy_cell_m": proxy_cell,
+           "simulation": {k: v for k, v in kw.items()},
            "coarse_substeps": coarse_substeps or kw["substeps"],
            "refine_relax": {"steps": refine_relax[0], "iterations": refine_relax[1], "dt": refine_relax[2]}, "thresholds": {
         "kinetic_energy": checks.kinetic_energy, "residual": checks.residual, "seam_gap": checks.seam_gap,
