@@ -94,6 +94,7 @@ def load_checkpoint(sim, path) -> None:
             c.start.assign(data[f"collider{k}_start"])
             c.end.assign(data[f"collider{k}_end"])
             c.velocities.assign(data[f"collider{k}_vel"])
+            c.sync_host()
         fabs = json.loads(str(data["fabrics"]))
         for i, fd in enumerate(fabs):
             sim.model.fabrics[i] = Fabric(**fd)

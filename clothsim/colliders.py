@@ -63,15 +63,37 @@ class ColliderBuffers:
         self.velocities = wp.zeros(len(pts), dtype=wp.vec3, device=d)
         self.indices = wp.array(collider.triangles.astype(np.int32).ravel(), dtype=wp.int32, device=d)
         self.mesh = wp.Mesh(points=self.points, indices=self.indices, velocities=self.velocities)
+        # host copy of the pose at the frame's start, and whether the next frame moves the collider: a
+        # still collider's substep poses, BVH refits and contact-feature gathers are skipped
+        self._host_start = pts.copy()
+        self._host_end = pts
+        self.moving = False
 
     def set_target(self, vertices: np.ndarray, frame_dt: float) -> None:
-        """The pose at the end of the next frame (vertices (N, 3) [m]); velocities follow from it."""
-        self.end.assign(vertices.astype(np.float32))
-        wp.launch(_velocity_kernel, dim=self.vertex_count, inputs=[self.start, self.end, 1.0 / frame_dt],
-                  outputs=[self.velocities], device=self.end.device)
+        """The pose at the end of the next frame (vertices (N, 3) [m]); velocities follow from it. After
+        that frame the collider stays there, at rest, until the next call."""
+        v = np.ascontiguousarray(vertices, dtype=np.float32)
+        self.end.assign(v)
+        self._host_end = v.copy()
+        self.moving = not np.array_equal(v, self._host_start)
+        if self.moving:
+            wp.launch(_velocity_kernel, dim=self.vertex_count, inputs=[self.start, self.end, 1.0 / frame_dt],
+                      outputs=[self.velocities], device=self.end.device)
+        else:
+            self.velocities.zero_()
 
     def end_frame(self) -> None:
-        wp.copy(self.start, self.end)
+        if self.moving:
+            wp.copy(self.start, self.end)
+            self._host_start = self._host_end
+            self.velocities.zero_()
+            self.moving = False
+
+    def sync_host(self) -> None:
+        """After the device pose was written directly (a checkpoint load): refresh the host copy and flag."""
+        self._host_start = self.start.numpy()
+        self._host_end = self.end.numpy()
+        self.moving = not np.array_equal(self._host_start, self._host_end)
 
     def arrays(self) -> list:
         return [self.start, self.end, self.points, self.velocities, self.indices]

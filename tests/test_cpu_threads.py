@@ -36,3 +36,22 @@ def test_threads_bit_identical(device, collider):
 def test_bad_thread_count():
     with pytest.raises(cs.errors.InputError, match="cpu_threads"):
         cs.Simulator(_sheet(8), cpu_threads=0)
+
+
+def test_collider_at_rest_after_its_move(device):
+    """set_collider_vertices moves a collider during the next frame only: afterwards it is still (velocity
+    zero, no per-substep pose updates); setting the same pose again is no move."""
+    sim = cs.Simulator(_sheet(8), device=device, substeps=2, iterations=2)
+    col = cs.Collider.sphere(center=(0.0, 0.3, 0.0), radius=0.2)
+    h = sim.add_collider(col)
+    buf = sim.solver.collider(h)
+    assert not buf.moving
+    sim.set_collider_vertices(h, col.vertices + np.array([0.0, 0.0, 0.05]))
+    assert buf.moving and np.allclose(buf.velocities.numpy()[:, 2], 0.05 * 60.0, rtol=1e-5)
+    sim.step()
+    assert not buf.moving and not buf.velocities.numpy().any()
+    np.testing.assert_allclose(buf.points.numpy(), col.vertices + np.array([0.0, 0.0, 0.05]), atol=1e-6)
+    sim.set_collider_vertices(h, col.vertices + np.array([0.0, 0.0, 0.05]))
+    assert not buf.moving
+    sim.step()
+    sim.release()

@@ -133,12 +133,14 @@ class ColliderContacts:
         wp.launch(collider_edge_normals_kernel, self.edges.shape[0],
                   inputs=[self.points, self.triangles, self.edge_faces], outputs=[self.edge_normals], device=d)
 
-    def detect(self, x_prev, query_radius: float) -> None:
-        """Refit to the colliders' current substep pose and list the pairs near the cloth at ``x_prev``."""
+    def detect(self, x_prev, query_radius: float, moved: bool = True) -> None:
+        """Refit to the colliders' current substep pose (skipped when no collider ``moved`` since the last
+        gather: the points, normals and BVHs still hold) and list the pairs near the cloth at ``x_prev``."""
         d = self.device
-        self._gather()
-        self.vertex_bvh.refit()
-        self.edge_bvh.refit()
+        if moved:
+            self._gather()
+            self.vertex_bvh.refit()
+            self.edge_bvh.refit()
         r = float(query_radius)
         wp.launch(edge_collider_kernel, self.ce_count.shape[0],
                   inputs=[self.edge_bvh.id, self.points, self.edges, x_prev, self.cloth_edges, r, self.edge_capacity],

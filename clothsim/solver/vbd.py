@@ -73,6 +73,10 @@ class SolverVBD:
         self.overflow_redos = 0
         self.materials_changed()
         self._graph = None
+        self._graph_key = None
+        # a collider stopped at the end of the last frame: the contact features' copy of its (now zero)
+        # velocities is gathered once more
+        self._cc_refresh = False
         self._pool = None  # CPU worker threads (created on first use, shut down by release)
         self._cpu_launches = {}  # (colour range, argument identities) -> recorded wp.Launch per chunk
 
@@ -154,6 +158,7 @@ class SolverVBD:
                     det.grow()
                 self._graph = None
                 self.overflow_redos += 1
+        self._cc_refresh = any(c.moving for c in self.colliders)
         for c in self.colliders:
             c.end_frame()
         wp.copy(state.pin_start, state.pin_end)
@@ -169,6 +174,10 @@ class SolverVBD:
     def _run_frame(self, state) -> None:
         dev = self.model.device
         if dev.is_cuda:
+            key = (self._cc_refresh, *(c.moving for c in self.colliders))  # launches differ for still colliders
+            if self._graph is not None and key != self._graph_key:
+                self._graph = None
+            self._graph_key = key
             if self._graph is None:
                 with wp.ScopedCapture(device=dev) as cap:
                     self._frame_launches(state)
@@ -193,8 +202,10 @@ class SolverVBD:
         for sub in range(S):
             alpha = float(sub + 1) / S
             for c in self.colliders:
-                wp.launch(K.lerp_points_kernel, c.vertex_count, inputs=[c.start, c.end, alpha], outputs=[c.points], device=dev)
-                c.mesh.refit()
+                if c.moving:  # a still collider keeps its pose and BVH
+                    wp.launch(K.lerp_points_kernel, c.vertex_count, inputs=[c.start, c.end, alpha], outputs=[c.points],
+                              device=dev)
+                    c.mesh.refit()
             wp.launch(K.predict_kernel, n, inputs=[state.x, state.v, state.v_last, m.inv_mass, gravity, h, 1.0 / (1.0 + s.air_damping * h), int(s.initial_guess == "adaptive"),
                                                   self._ext_arg, int(self.ext_acc is not None)], outputs=[self.x_prev, self.y], device=dev)
             if npins:
@@ -206,7 +217,8 @@ class SolverVBD:
                           inputs=[self.x_prev, c.mesh.id, k, slots, self.query_radius],
                           outputs=[self.c_point, self.c_normal, self.c_vel, self.c_active], device=dev)
             if self.collider_contacts is not None:
-                self.collider_contacts.detect(self.x_prev, self.query_radius)
+                self.collider_contacts.detect(self.x_prev, self.query_radius,
+                                              moved=self._cc_refresh or any(c.moving for c in self.colliders))
             if self.self_contacts is not None:
                 # re-split the BVHs once per frame, refit them in the other substeps
                 self.self_contacts.detect(self.x_prev, rebuild=(sub == 0))
