@@ -25,10 +25,12 @@ from .self_collision import SelfCollision, disabled_kernel_args
 # 23.5 / 13.1, N=1024 (175k per colour) 110.9 / 178.8; block 64 or 128 within 2 %.
 TILE_MAX_VERTICES = 32768
 
-# CPU: a colour is split over Simulator.cpu_threads threads (each runs one Warp CPU launch over a
+# CPU: a colour is split over Simulator.cpu_threads threads (each runs one recorded Warp CPU launch over a
 # contiguous chunk; Warp releases the GIL while a CPU kernel runs) when every chunk gets at least this
-# many vertices; below it the thread hand-off (tens of microseconds) costs more than it saves.
-CPU_CHUNK_MIN = 256
+# many vertices. The hand-off to a worker thread costs ~130 µs per colour here (2-core EPYC), and the
+# gain measured small: pinned grid, 1 iteration, 2 threads against 1: N = 128 (2 chunks of ~1.4k)
+# 171 vs 192 ms/frame; N = 64 with 256-vertex chunks 0.93x (slower), hence no split below 1024.
+CPU_CHUNK_MIN = 1024
 BLOCK_DIM = 64
 # CUDA threads per vertex when the model has contact pairs (collider features or self contact):
 # K.LANES (16, a half warp) or K.WARP_LANES (32, a whole warp); on the H200 the fold case of
