@@ -91,8 +91,8 @@ class ColliderBuffers:
 
     def sync_host(self) -> None:
         """After the device pose was written directly (a checkpoint load): refresh the host copy and flag."""
-        self._host_start = self.start.numpy()
-        self._host_end = self.end.numpy()
+        self._host_start = self.start.numpy().copy()
+        self._host_end = self.end.numpy().copy()
         self.moving = not np.array_equal(self._host_start, self._host_end)
 
     def arrays(self) -> list:
