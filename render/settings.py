@@ -1,0 +1,115 @@
+"""Render settings and the pure-numpy helpers of the renderer (no GL here)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+import clothsim as cs
+
+from .lighting import SceneLights, StudioRig
+from .material import parse_colour
+
+MAX_IMAGE_SIDE = 8192
+GL_SRGB8_ALPHA8 = 0x8C43
+TONEMAPS = {"neutral": 0, "filmic": 1}
+SHADING = ("auto", "deferred", "forward")
+# "auto": deferred from this many triangles per image pixel on (1080p llvmpipe, shadows: forward was
+# 1.17x faster at 0.05 triangles/px (100 k), deferred 1.8x faster at 0.48 (1 M); see benchmarks/render.py)
+DEFERRED_MIN_TRIANGLES_PER_PIXEL = 0.2
+# ... and only on software rasterisers: on the H200 (NVIDIA driver, EGL) the 32 B/sample G-buffer made
+# the 1 M-triangle 1080p frame slower, 19.4 ms deferred against 12.3 ms forward
+# (benchmarks/results/render_gpu_h200_s5.json)
+SOFTWARE_RENDERERS = ("llvmpipe", "softpipe", "swrast", "lavapipe")
+
+@dataclass(frozen=True)
+class RenderSettings:
+    """How a frame is made.
+
+    Attributes:
+        width, height: image size [px], 1..8192 each.
+        samples: MSAA samples (1 = off; clamped to what the driver offers).
+        transparent: background alpha 0; the ground shows only its shadow (PNG with alpha).
+        background: sRGB backdrop colour (opaque mode); the floor matches it seamlessly.
+        tonemap: "neutral" (Khronos PBR Neutral) or "filmic" (ACES fit).
+        exposure: linear multiplier before the tone map.
+        shadows: key-light shadow map and ground contact shadow.
+        ground: draw the shadow-catching floor at the lowest point of all meshes (or ``ground_y``).
+        ground_y: floor height [m]; None = lowest vertex of all meshes.
+        shadow_map_size, contact_map_size: [px].
+        shading: "deferred" (a G-buffer pass, then each pixel's distinct MSAA samples shaded
+            once, the resolve folded in), "forward" (every fragment shaded; used anyway for 1
+            sample, overlays and window framebuffers) or "auto" (default: deferred when the visible
+            meshes have >= DEFERRED_MIN_TRIANGLES_PER_PIXEL triangles per image pixel, where small
+            triangles make forward shading wasteful, on a software rasteriser such as llvmpipe; on a
+            GPU forward is faster). Same image within a few levels at edges.
+        reuse_maps: keep the key shadow map and the contact map while the meshes' positions and
+            the light's projection are unchanged (views of one drape under scene lights, or the
+            same view again); False redraws them every frame.
+        rig: the lights: the camera-relative :class:`StudioRig` (default) or world-fixed
+            :class:`SceneLights` (a list of SceneLight is wrapped into one).
+    """
+
+    width: int = 512
+    height: int = 512
+    samples: int = 4
+    transparent: bool = False
+    background: tuple[float, float, float] | str = "#f3f2f0"
+    tonemap: str = "neutral"
+    exposure: float = 0.8
+    shadows: bool = True
+    ground: bool = True
+    ground_y: float | None = None
+    shadow_map_size: int = 2048
+    contact_map_size: int = 512
+    rig: StudioRig | SceneLights = field(default_factory=StudioRig)
+    shading: str = "auto"
+    reuse_maps: bool = True
+
+    def __post_init__(self) -> None:
+        for key in ("width", "height"):
+            v = getattr(self, key)
+            if not isinstance(v, (int, np.integer)) or not (1 <= v <= MAX_IMAGE_SIDE):
+                raise cs.InputError(f"image {key} must be an integer in [1, {MAX_IMAGE_SIDE}] px, got {v!r}")
+        if self.tonemap not in TONEMAPS:
+            raise cs.InputError(f"tonemap must be one of {', '.join(TONEMAPS)}, got {self.tonemap!r}")
+        if self.shading not in SHADING:
+            raise cs.InputError(f"shading must be one of {', '.join(SHADING)}, got {self.shading!r}")
+        if self.samples < 1:
+            raise cs.InputError(f"samples must be >= 1, got {self.samples}")
+        object.__setattr__(self, "background", parse_colour(self.background))
+        if isinstance(self.rig, (list, tuple)):
+            object.__setattr__(self, "rig", SceneLights(tuple(self.rig)))
+        if not isinstance(self.rig, (StudioRig, SceneLights)):
+            raise cs.InputError(f"rig must be a StudioRig or SceneLights, got {type(self.rig).__name__}")
+
+
+def vertex_normals(vertices: np.ndarray, triangles: np.ndarray) -> np.ndarray:
+    """Area-weighted unit vertex normals, (N, 3) float32 (bincount; fast for 1M triangles)."""
+    v = vertices.astype(np.float32, copy=False)
+    t = triangles
+    fn = np.cross(v[t[:, 1]] - v[t[:, 0]], v[t[:, 2]] - v[t[:, 0]])
+    n = np.empty_like(v)
+    idx = t.ravel()
+    for k in range(3):
+        n[:, k] = np.bincount(idx, weights=np.repeat(fn[:, k], 3), minlength=len(v))
+    length = np.linalg.norm(n, axis=1, keepdims=True)
+    return n / np.where(length > 0, length, 1.0)
+
+
+def _bounds(v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(lo, hi) of (N, 3) points. Column-wise: numpy's axis-0 reduction over (N, 3) is ~30x slower."""
+    return (np.array([v[:, k].min() for k in range(3)], np.float64),
+            np.array([v[:, k].max() for k in range(3)], np.float64))
+
+
+def _ortho(left, right, bottom, top, near, far) -> np.ndarray:
+    m = np.eye(4)
+    m[0, 0] = 2.0 / (right - left)
+    m[1, 1] = 2.0 / (top - bottom)
+    m[2, 2] = -2.0 / (far - near)
+    m[0, 3] = -(right + left) / (right - left)
+    m[1, 3] = -(top + bottom) / (top - bottom)
+    m[2, 3] = -(far + near) / (far - near)
+    return m
