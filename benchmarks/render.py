@@ -11,19 +11,21 @@ image back to numpy every frame. Ours additionally renders its ground contact-sh
 
 Variants timed for ours: "static" (mesh uploaded once, as pyrender's static scene; default
 settings: shading "auto", shadow/contact maps reused while nothing moved), "fresh_maps" (the same
-with the maps redrawn every frame, as pyrender does), "forward" (forward shading, maps redrawn: the
-renderer before the deferred path) and "upload" (new positions every frame: upload + CPU normals +
-maps redrawn, the catalog/turntable case of a moving drape); on CUDA with --warp also "warp"
-(positions copied from a Warp CUDA array through GL interop). ``--baseline-root DIR`` adds
+with the maps redrawn every frame, as pyrender does), "forward", "deferred" and "visibility" (that
+shading mode, maps redrawn), "visibility_static" (visibility, maps reused) and "upload" (new
+positions every frame: upload + CPU normals + maps redrawn, the catalog/turntable case of a moving
+drape); on CUDA with --warp also "warp" and "warp_visibility" (positions copied from a Warp CUDA
+array through GL interop; auto / visibility shading). ``--cases`` times a subset. ``--baseline-root DIR`` adds
 "baseline": the renderer of another checkout (e.g. ``git worktree add /tmp/base <commit>``), run in
 a worker process with its own GL context, timed by the worker, so before/after sit in one run.
 Cases are interleaved frame by frame, their order rotating every round (a shared machine's load
 hits all of them alike). Median of
 the timed frames after warm-up frames; ratio = pyrender / ours (also the median of per-frame
 ratios in the JSON). ``--profile``: afterwards, per-pass times (glFinish after each pass:
-setup, shadow, contact, main = G-buffer or forward colour pass, shade = deferred shading + resolve,
-resolve, readback) for "static", "fresh_maps" and "forward", and the per-pixel difference between
-their images. Writes a JSON and prints a table last.
+setup, shadow, contact, main = G-buffer, id or forward colour pass, shade = deferred or visibility
+shading + resolve,
+resolve, readback) for the settings variants (static ... visibility_static), and the per-pixel
+difference of their images from forward's. Writes a JSON and prints a table last.
 """
 
 from __future__ import annotations
@@ -73,8 +75,12 @@ def ours_settings(w, h):
     from render import RenderSettings
 
     s = RenderSettings(width=w, height=h, samples=4, shadows=True, ground=True)
-    return {"static": s, "fresh_maps": RenderSettings(**{**s.__dict__, "reuse_maps": False}),
-            "forward": RenderSettings(**{**s.__dict__, "reuse_maps": False, "shading": "forward"})}
+    fresh = {**s.__dict__, "reuse_maps": False}
+    return {"static": s, "fresh_maps": RenderSettings(**fresh),
+            "forward": RenderSettings(**{**fresh, "shading": "forward"}),
+            "deferred": RenderSettings(**{**fresh, "shading": "deferred"}),
+            "visibility": RenderSettings(**{**fresh, "shading": "visibility"}),
+            "visibility_static": RenderSettings(**{**s.__dict__, "shading": "visibility"})}
 
 
 def ours_cases(r, verts, tris, camera, w, h, warp_device=None, breakdown=False) -> dict:
@@ -93,10 +99,8 @@ def ours_cases(r, verts, tris, camera, w, h, warp_device=None, breakdown=False) 
         flip[0] ^= 1
         r.render([moved[flip[0]]], camera, s)
 
-    cases = {"static": lambda: r.render([item], camera, s),
-             "fresh_maps": lambda: r.render([item], camera, ss["fresh_maps"]),
-             "forward": lambda: r.render([item], camera, ss["forward"]),
-             "upload": upload}
+    cases = {name: (lambda st=st: r.render([item], camera, st)) for name, st in ss.items()}
+    cases["upload"] = upload
     if warp_device:
         import warp as wp
 
@@ -109,6 +113,13 @@ def ours_cases(r, verts, tris, camera, w, h, warp_device=None, breakdown=False) 
             wp.synchronize_device(warp_device)
 
         cases["warp"] = warp_frame
+
+        def warp_visibility_frame():
+            flip[0] ^= 1
+            r.render([warp_item], camera, ss["visibility_static"], device_positions={"sheet_warp": xs[flip[0]]})
+            wp.synchronize_device(warp_device)
+
+        cases["warp_visibility"] = warp_visibility_frame
     if breakdown:
         # where the time goes: the colour pass alone (no shadow/contact maps, no floor), then
         # with the key shadow map but no floor/contact map
@@ -223,7 +234,7 @@ def baseline_worker(root: Path, verts, tris, camera, w, h, image_path: Path):
     return frame, close
 
 
-def profile_ours(r, verts, tris, camera, w, h, frames: int) -> dict:
+def profile_ours(r, verts, tris, camera, w, h, frames: int, only=None) -> dict:
     """Per-pass medians [ms] (glFinish after each pass) and the per-pixel difference between the
     variants' images (max, mean, pixels over 8 levels)."""
     from render import Material, MeshItem
@@ -233,6 +244,8 @@ def profile_ours(r, verts, tris, camera, w, h, frames: int) -> dict:
     r.profile = True
     try:
         for name, s in ours_settings(w, h).items():
+            if only and name not in only and name != "forward":
+                continue
             images[name] = r.render([item], camera, s)
             passes = {}
             for _ in range(frames):
@@ -251,7 +264,7 @@ def profile_ours(r, verts, tris, camera, w, h, frames: int) -> dict:
 
 
 def bench_scene(verts, tris, camera, w, h, warmup, frames, warp_device, breakdown, with_pyrender,
-                baseline_root=None, profile=False) -> dict:
+                baseline_root=None, profile=False, only=None) -> dict:
     """Time every case, interleaved frame by frame (ours and pyrender alternate), so a machine
     whose load changes during the run slows both sides alike; per-frame ratios are kept too."""
     import tempfile
@@ -263,6 +276,8 @@ def bench_scene(verts, tris, camera, w, h, warmup, frames, warp_device, breakdow
     result = {}
     with Renderer() as r:
         cases = ours_cases(r, verts, tris, camera, w, h, warp_device, breakdown)
+        if only:
+            cases = {k: v for k, v in cases.items() if k in only or k == "static"}
         timed_by_worker = set()
         tmp = Path(tempfile.mkdtemp(prefix="render_bench_"))
         if baseline_root is not None:
@@ -287,7 +302,7 @@ def bench_scene(verts, tris, camera, w, h, warmup, frames, warp_device, breakdow
             with r.ctx:
                 gl = r.ctx.info["GL_RENDERER"]
             if profile:
-                result["profile"], images = profile_ours(r, verts, tris, camera, w, h, max(3, frames // 2))
+                result["profile"], images = profile_ours(r, verts, tris, camera, w, h, max(3, frames // 2), only)
                 if baseline_root is not None:
                     base_frame("image")
                     base = np.load(tmp / "baseline.npy").astype(np.int16)
@@ -317,6 +332,9 @@ def main(argv=None) -> None:
     p.add_argument("--profile", action="store_true", help="per-pass times and image differences of ours (see doc)")
     p.add_argument("--baseline-root", type=Path, default=None,
                    help="another checkout whose renderer is timed in the same run (a worker process)")
+    p.add_argument("--cases", nargs="*", default=None,
+                   help="time only these of our cases (static always; default: all): static fresh_maps forward "
+                        "deferred visibility visibility_static upload warp colour_pass_only ...")
     p.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results")
     p.add_argument("--tag", default=None, help="file name tag [default: host kind]")
     args = p.parse_args(argv)
@@ -330,7 +348,7 @@ def main(argv=None) -> None:
         verts, tris = folded_sheet(SIZES[name])
         cam = standard_view("three_quarter", verts.min(0), verts.max(0), aspect=args.width / args.height)
         res = bench_scene(verts, tris, cam, args.width, args.height, args.warmup, args.frames, args.warp,
-                          args.breakdown, not args.no_pyrender, args.baseline_root, args.profile)
+                          args.breakdown, not args.no_pyrender, args.baseline_root, args.profile, args.cases)
         times = res["times_s"]
         med = {k: 1e3 * statistics.median(v) for k, v in times.items()}
         entry = {"scene": name, "triangles": int(len(tris)), "vertices": int(len(verts)),
@@ -364,7 +382,7 @@ def main(argv=None) -> None:
     for e in results:
         m = e["median_ms"]
         print(f"{e['scene']:>5} {e['triangles']:>10,} {e['gl_renderer'][:24]:<24} {m['static']:>15.1f} "
-              f"{m['upload']:>15.1f} {m.get('warp', nan):>8.2f} {m.get('pyrender', nan):>12.1f} "
+              f"{m.get('upload', nan):>15.1f} {m.get('warp', nan):>8.2f} {m.get('pyrender', nan):>12.1f} "
               f"{e.get('ratio_pyrender_over_ours_static', nan):>6.2f}")
     for e in results:
         if "ratio_pyrender_over" in e:

@@ -7,6 +7,9 @@ call ever runs from ``__del__``.
 
 Frame: key-light shadow map (PCSS) -> ground contact map -> MSAA colour pass (ground catcher,
 then meshes; linear shading, tone map, sRGB encode in the fragment shader) -> resolve -> read.
+Other shading modes replace the colour pass and resolve: "deferred" (a G-buffer, then a full-screen
+shading pass) and "visibility" (a triangle id per sample, then a compute shader that reconstructs,
+shades and resolves each pixel; render.visibility).
 """
 
 from __future__ import annotations
@@ -26,10 +29,12 @@ from .gl import create_headless_context
 from .material import EmbeddedImage, Material, MeshItem, srgb_to_linear
 from .settings import (  # noqa: F401  (RenderSettings and the constants are re-exported from here)
     DEFERRED_MIN_TRIANGLES_PER_PIXEL, GL_SRGB8_ALPHA8, MAX_IMAGE_SIDE, SHADING, SOFTWARE_RENDERERS, TONEMAPS,
-    RenderSettings, _bounds, _ortho, vertex_normals,
+    VISIBILITY_AUTO_HARDWARE, VISIBILITY_AUTO_SOFTWARE, RenderSettings, _bounds, _ortho, vertex_normals,
 )
 from .shaders import ProgramCache
 from .sheen import stored_sheen_albedo_table
+from .visibility import (GROUND_OBJECT, LOCAL_SIZE, MAX_TEXTURED_SLOT, VisibilityGeometry, material_uniforms,
+                         object_bits, slot_defines, unsupported_reason)
 
 _VERSIONS = itertools.count(1)   # GL content versions, unique across meshes (shadow-map reuse keys)
 GROUND_SLOT = 4095   # the floor's slot in the G-buffer (meshes are 1, 2, ...; 0 = nothing drawn)
@@ -91,6 +96,7 @@ class Renderer:
         self._released = False
         self.max_samples = int(self.ctx.max_samples)
         self._interop = None
+        self._vis_geometry = VisibilityGeometry(self.ctx)
         lut = stored_sheen_albedo_table()
         self._sheen_lut = self.ctx.texture(lut.shape[::-1], 1, lut.tobytes(), dtype="f4")
         self._sheen_lut.filter = (self.ctx.LINEAR, self.ctx.LINEAR)
@@ -99,9 +105,13 @@ class Renderer:
         #: True: every pass ends with glFinish and its wall time [s] goes to ``stats`` (setup,
         #: shadow, contact, main, ground, resolve, readback). Serialises CPU and GL: profiling only.
         self.profile = False
-        #: how the last frame was made: {"shading": "forward"|"deferred", "shadow_map"/"contact_map":
+        #: how the last frame was made: {"shading": "forward"|"deferred"|"visibility", "shadow_map"/"contact_map":
         #: "drawn"|"reused"|"none"}
         self.frame_info: dict[str, str] = {}
+        #: visibility path: samples of distinct triangles of one smooth surface in a pixel (same
+        #: mesh, within half a pixel, normals within 5 degrees) share one shading (as deferred);
+        #: False shades every distinct triangle, as the forward pass does
+        self.visibility_merge = True
 
     # ------------------------------------------------------------------ lifetime
     def __enter__(self) -> "Renderer":
@@ -128,6 +138,7 @@ class Renderer:
         if self._interop is not None:
             self._interop.release()
             self._interop = None
+        self._vis_geometry.release()
         for mesh in self._meshes.values():
             mesh.release()
         self._meshes.clear()
@@ -159,6 +170,11 @@ class Renderer:
                 tex = [ctx.texture(size, 4, dtype=dt, samples=samples) for dt in ("f4", "f2", "f2")]
                 depth = ctx.depth_renderbuffer(size, samples=samples)
                 objs = (ctx.framebuffer(tex, depth), *tex, depth)
+            elif kind == "visibility":   # triangle id per sample (R32UI) + depth; the shaded RGBA8 image
+                ids = ctx.texture(size, 1, dtype="u4", samples=samples)
+                depth = ctx.depth_renderbuffer(size, samples=samples)
+                out = ctx.texture(size, 4)
+                objs = (ctx.framebuffer([ids], depth), ids, depth, out, ctx.framebuffer([out]))
             elif kind == "resolve":
                 color = ctx.renderbuffer(size, 4)
                 objs = (ctx.framebuffer([color]), color)
@@ -462,19 +478,24 @@ class Renderer:
         # ---- colour pass into the MSAA target: forward (shade every fragment; the preview window
         # and overlays) or deferred (G-buffer, then shade each pixel's distinct samples once)
         samples = max(1, min(s.samples, self.max_samples))
-        if s.shading == "auto":
-            tris = sum(len(m.triangles) for m in meshes if m.material.visible)
-            want_deferred = self.software_raster and tris >= DEFERRED_MIN_TRIANGLES_PER_PIXEL * w * h
-        else:
-            want_deferred = s.shading == "deferred"
-        deferred = want_deferred and samples > 1 and overlay is None and framebuffer is None
-        self.frame_info["shading"] = "deferred" if deferred else "forward"
+        visible_items = [m for m in meshes if m.material.visible]
+        mode = self._shading_mode(s, visible_items, samples, w * h)
+        if mode != "forward" and (overlay is not None or framebuffer is not None or samples < 2):
+            mode = "forward"
+        deferred = mode == "deferred"
+        visibility = mode == "visibility"
+        self.frame_info["shading"] = mode
         bg_srgb = np.asarray(s.background)
         if deferred:
             g = self._target("gbuffer", (w, h), samples)
             fbo = g[0]
             fbo.use()
             fbo.clear(0.0, 0.0, 0.0, 0.0, depth=1.0)       # slot 0: nothing drawn
+        elif visibility:
+            vis = self._target("visibility", (w, h), samples)
+            fbo = vis[0]
+            fbo.use()
+            fbo.clear(0.0, 0.0, 0.0, 0.0, depth=1.0)       # id 0: nothing drawn
         else:
             msaa = self._target("msaa", (w, h), samples if samples > 1 else 0)
             fbo = msaa[0]
@@ -543,6 +564,13 @@ class Renderer:
             if mat.textured and not uv_ok:
                 raise cs.InputError(f"mesh {item.name!r}: material {mat.name!r} has textures but the mesh has no uvs")
             uv_ok = uv_ok and mat.textured
+            if visibility:   # positions only; the compute pass fetches the rest by triangle id
+                prog = self.programs.get("depth.vert", "visibility.frag")
+                _set(prog, "u_view_proj", _f32(view_proj))
+                _set(prog, "u_object", object_bits(len(visible) - 1))
+                fbo.use()
+                self._vao(gm, prog, False, True).render()
+                continue
             defines = {"HAS_UV": uv_ok, "HAS_BASE_TEXTURE": mat.base_texture is not None,
                        "HAS_NORMAL_MAP": mat.normal_map is not None,
                        "HAS_MR_TEXTURE": mat.metallic_roughness_texture is not None}
@@ -577,7 +605,13 @@ class Renderer:
             self._vao(gm, prog, uv_ok, False).render()
 
         if draw_ground:
-            if deferred:
+            if visibility:
+                prog = self.programs.get("ground.vert", "visibility.frag")
+                _set(prog, "u_view_proj", _f32(view_proj))
+                _set(prog, "u_ground_y", ground_y)
+                _set(prog, "u_ground_extent", (s_lo[0], s_lo[2], s_hi[0], s_hi[2]))
+                _set(prog, "u_object", GROUND_OBJECT << 24)
+            elif deferred:
                 prog = self.programs.get("ground.vert", "ground.frag", {"GBUFFER": True})
                 _set(prog, "u_view_proj", _f32(view_proj))
                 _set(prog, "u_ground_y", ground_y)
@@ -603,7 +637,42 @@ class Renderer:
             ctx.copy_framebuffer(framebuffer, fbo)
             return None
 
-        if deferred:
+        if visibility:
+            # ---- compute: per pixel, reconstruct and shade each distinct triangle, resolve, tone map
+            src = vis[4]
+            defines = {"SAMPLES": samples, "LIGHT_COUNT": lights.count, "SHADOWS": key_shadow,
+                       "KEY_SHADOW": key_shadow, "TRANSPARENT": s.transparent, "HAS_GROUND": draw_ground,
+                       "TONEMAP": tonemap, "MERGE": self.visibility_merge, "EXPLICIT_LOD": self.software_raster, **slot_defines(visible_items)}
+            prog = self.programs.get_compute("visibility.comp", defines)
+            bind_lighting(prog)
+            if draw_ground:
+                bind_ground(prog)
+            vis_gms = [gm for item, gm in zip(meshes, gms) if item.material.visible]
+            self._vis_geometry.bind(visible_items, vis_gms, defines["UV_MASK"])
+            _set(prog, "u_vertex_base", self._vis_geometry.vertex_base.tobytes())
+            _set(prog, "u_triangle_base", self._vis_geometry.triangle_base.tobytes())
+            for name, value in material_uniforms(visible_items).items():
+                _set(prog, name, value)
+            for k, item in enumerate(visible_items[:MAX_TEXTURED_SLOT]):
+                mat = item.material
+                for unit, (path, srgb) in zip((8, 16, 24), ((mat.base_texture, True), (mat.normal_map, False),
+                                                            (mat.metallic_roughness_texture, False))):
+                    if path is not None and item.uvs is not None:
+                        self._texture(path, srgb=srgb).use(location=unit + k)
+            vis[1].use(location=7)
+            _set(prog, "u_vis", 7)
+            vis[3].bind_to_image(0, read=False, write=True)
+            inv_vp = np.linalg.inv(view_proj)
+            _set(prog, "u_inv_view_proj", _f32(inv_vp))
+            _set(prog, "u_size", (w, h))
+            _set(prog, "u_ground_y", ground_y)
+            _set(prog, "u_clear", (0.0, 0.0, 0.0, 0.0) if s.transparent else (*bg_srgb, 1.0))
+            _, fov_y = camera.fov(aspect)
+            _set(prog, "u_merge_scale", 0.5 * 2.0 * math.tan(0.5 * fov_y) / h)
+            prog.run((w + LOCAL_SIZE - 1) // LOCAL_SIZE, (h + LOCAL_SIZE - 1) // LOCAL_SIZE, 1)
+            ctx.memory_barrier()
+            mark("shade")
+        elif deferred:
             # ---- shade each pixel's distinct samples once, tone map, average: the resolve folded in
             src = self._target("resolve", (w, h))[0]
             src.use()
@@ -664,9 +733,25 @@ class Renderer:
             kind, (w, h), samples = key
             px = w * h * max(int(samples), 1)
             targets += {"msaa": 8 * px, "resolve": 4 * px, "depth": 4 * px, "contact": int(2 * px * 4 / 3),
-                        "gbuffer": 36 * px}[kind]
+                        "gbuffer": 36 * px, "visibility": 8 * px + 4 * w * h}[kind]
+        meshes += self._vis_geometry.nbytes()
         return {"meshes": int(meshes), "textures": int(textures), "targets": int(targets),
                 "total": int(meshes + textures + targets)}
+
+    def _shading_mode(self, s: RenderSettings, visible_items, samples: int, pixels: int) -> str:
+        """The colour pass's mode for settings ``s``: "forward", "deferred" or "visibility"
+        (RenderSettings.shading; "auto" as documented there)."""
+        reason = unsupported_reason(visible_items, samples)
+        if s.shading == "visibility":
+            return "visibility" if reason is None else "forward"
+        if s.shading != "auto":
+            return s.shading
+        if reason is None and (VISIBILITY_AUTO_SOFTWARE if self.software_raster else VISIBILITY_AUTO_HARDWARE):
+            return "visibility"
+        tris = sum(len(m.triangles) for m in visible_items)
+        if self.software_raster and tris >= DEFERRED_MIN_TRIANGLES_PER_PIXEL * pixels:
+            return "deferred"
+        return "forward"
 
     def _ground_vao(self, prog):
         key = ("ground", id(prog))

@@ -14,7 +14,7 @@ from .material import parse_colour
 MAX_IMAGE_SIDE = 8192
 GL_SRGB8_ALPHA8 = 0x8C43
 TONEMAPS = {"neutral": 0, "filmic": 1}
-SHADING = ("auto", "deferred", "forward")
+SHADING = ("auto", "deferred", "forward", "visibility")
 # "auto": deferred from this many triangles per image pixel on (1080p llvmpipe, shadows: forward was
 # 1.17x faster at 0.05 triangles/px (100 k), deferred 1.8x faster at 0.48 (1 M); see benchmarks/render.py)
 DEFERRED_MIN_TRIANGLES_PER_PIXEL = 0.2
@@ -22,6 +22,9 @@ DEFERRED_MIN_TRIANGLES_PER_PIXEL = 0.2
 # the 1 M-triangle 1080p frame slower, 19.4 ms deferred against 12.3 ms forward
 # (benchmarks/results/render_gpu_h200_s5.json)
 SOFTWARE_RENDERERS = ("llvmpipe", "softpipe", "swrast", "lavapipe")
+# "auto" takes the visibility path (where the meshes allow it) on software rasterisers / on GPUs
+VISIBILITY_AUTO_SOFTWARE = False
+VISIBILITY_AUTO_HARDWARE = False
 
 @dataclass(frozen=True)
 class RenderSettings:

@@ -1,7 +1,8 @@
 """GLSL sources from ``shaders/``: ``#include "file"`` resolution and injected ``#define`` lines.
 
-GLSL lives in files only. A program is identified by its stage files and a set of defines; the
-:class:`ProgramCache` (owned by a :class:`render.Renderer`) compiles each combination once.
+GLSL lives in files only. A program (or compute shader) is identified by its stage files and a set
+of defines; the :class:`ProgramCache` (owned by a :class:`render.Renderer`) compiles each
+combination once.
 """
 
 from __future__ import annotations
@@ -97,6 +98,20 @@ class ProgramCache:
                 raise
             except Exception as e:  # moderngl.Error carries the driver's compile log
                 raise ShaderSourceError(f"compiling {vertex} + {fragment} with {dict(defines or {})}: {e}") from e
+            self._programs[key] = program
+        return program
+
+    def get_compute(self, name: str, defines: Mapping[str, object] | None = None):
+        """The compute shader ``shaders/<name>`` with ``defines``, compiled once per context."""
+        key = ("compute", name, program_key(name, "", defines)[2])
+        program = self._programs.get(key)
+        if program is None:
+            try:
+                program = self._ctx.compute_shader(load_source(name, defines))
+            except ShaderSourceError:
+                raise
+            except Exception as e:  # moderngl.Error carries the driver's compile log
+                raise ShaderSourceError(f"compiling {name} with {dict(defines or {})}: {e}") from e
             self._programs[key] = program
         return program
 

@@ -14,6 +14,7 @@
 #include "include/environment.glsl"
 #include "include/tonemap.glsl"
 #include "include/surface.glsl"
+#include "include/normal_map.glsl"
 
 in vec3 v_world;
 in vec3 v_normal;
@@ -51,20 +52,6 @@ layout(location = 2) out vec4 g_base;       // linear base colour, metallic
 out vec4 frag_color;
 #endif
 
-#ifdef HAS_NORMAL_MAP
-// Tangent frame from screen-space derivatives (C. Schüler, "Normal mapping without precomputed
-// tangents", 2013): no tangent attribute, works on deforming cloth.
-mat3 cotangent_frame(vec3 n, vec3 p, vec2 uv) {
-    vec3 dp1 = dFdx(p), dp2 = dFdy(p);
-    vec2 duv1 = dFdx(uv), duv2 = dFdy(uv);
-    vec3 dp2perp = cross(dp2, n);
-    vec3 dp1perp = cross(n, dp1);
-    vec3 t = dp2perp * duv1.x + dp1perp * duv2.x;
-    vec3 b = dp2perp * duv1.y + dp1perp * duv2.y;
-    float invmax = inversesqrt(max(dot(t, t), dot(b, b)) + 1e-20);
-    return mat3(t * invmax, b * invmax, n);
-}
-#endif
 
 void main() {
     vec3 v = normalize(u_camera_pos - v_world);
@@ -78,7 +65,8 @@ void main() {
 #ifdef HAS_NORMAL_MAP
     vec3 tn = texture(u_normal_map, v_uv * u_uv_scale).xyz * 2.0 - 1.0;
     tn.xy *= u_normal_scale;
-    n = normalize(cotangent_frame(n, v_world, v_uv * u_uv_scale) * tn);
+    vec2 uv_s = v_uv * u_uv_scale;
+    n = normalize(cotangent_frame(n, dFdx(v_world), dFdy(v_world), dFdx(uv_s), dFdy(uv_s)) * tn);
 #endif
 
     Material m;
