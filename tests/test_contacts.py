@@ -82,3 +82,35 @@ def test_fold_onto_itself(device):
     print(f"\nfold: self-intersections {n}, height range {p[:, 1].min():.4f}..{p[:, 1].max():.4f} m")
     assert n == 0
     assert p[:, 1].max() < 0.05  # the standing half came down
+
+
+def _pulled_into_ground(device, iterations):
+    """A 20 cm cloth lying on the ground (y = r), its border pinned 3 cm below the ground, no gravity: the
+    membrane pulls the free vertices into the ground plane, which holds them."""
+    cloth = cs.Cloth.grid(size=(0.2, 0.2), resolution=(9, 9), fabric="cotton", center=(0.0, 0.0, 0.0), plane="xz")
+    r = cloth.fabric.thickness
+    cloth.vertices[:, 1] = r
+    border = np.where((np.abs(cloth.vertices[:, 0]) > 0.099) | (np.abs(cloth.vertices[:, 2]) > 0.099))[0]
+    targets = cloth.vertices[border].copy()
+    targets[:, 1] = -0.03
+    cloth.pin(border, targets)
+    sim = cs.Simulator(cloth, device=device, ground=0.0, gravity=(0.0, 0.0, 0.0), substeps=1, iterations=iterations,
+                       self_collision=False)
+    sim.step(1)
+    free = np.setdiff1d(np.arange(cloth.vertex_count), border)
+    return float(-sim.positions()[free, 1].min())
+
+
+def test_few_iterations_do_not_cross_a_contact_plane(device):
+    """Reference: the converged solution (100 iterations), whose deepest vertex sits ~0.9 mm below the ground
+    (the penalty's depth under the membrane's pull). A vertex block that starts clear of a contact plane
+    must not step through it: the local solve adds a plane its Newton step crosses (clothsim/solver/kernels.py,
+    vertex_update). Without that, 1 iteration left a vertex 9 mm deep and 2 iterations 1.9 mm, 10x and 2x the
+    converged depth. Bound: at 1 and 2 iterations no deeper than the converged depth + 10 % (Gauss–Seidel
+    with fewer sweeps pulls less, so the iterates approach the converged depth from above)."""
+    converged = _pulled_into_ground(device, 100)
+    assert 0.0 < converged < 0.003
+    for its in (1, 2):
+        depth = _pulled_into_ground(device, its)
+        print(f"\n{its} iteration(s): deepest {1e3 * depth:.2f} mm below the ground, converged {1e3 * converged:.2f} mm")
+        assert depth <= 1.1 * converged

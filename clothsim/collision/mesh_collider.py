@@ -139,12 +139,16 @@ def edge_collider_kernel(
     edges: wp.array2d(dtype=wp.int32),
     radius: float,
     capacity: int,
+    interior_only: int,
     ee_count: wp.array(dtype=wp.int32),
     ee_edge: wp.array(dtype=wp.int32),
     overflow: wp.array(dtype=wp.int32),
     required: wp.array(dtype=wp.int32),
 ):
-    """Per cloth edge e: collider edges within radius, in BVH traversal order."""
+    """Per cloth edge e: collider edges within radius, in BVH traversal order. interior_only != 0 keeps only
+    pairs whose closest points are inside both edges (an edge crossing, which no vertex contact sees);
+    a closest point at an end is a vertex–edge or vertex–vertex proximity, which the vertex contacts
+    (cloth vertex against the collider surface) and the triangle–vertex pairs already hold."""
     e = wp.tid()
     p0 = positions[edges[e, 0]]
     p1 = positions[edges[e, 1]]
@@ -153,7 +157,10 @@ def edge_collider_kernel(
     count = int(0)
     while wp.bvh_query_next(query, f):
         s, t, d = closest_points_edge_edge(p0, p1, collider_points[collider_edges[f, 0]], collider_points[collider_edges[f, 1]])
-        if d < radius:
+        keep = d < radius
+        if interior_only != 0 and (s <= 0.0 or s >= 1.0 or t <= 0.0 or t >= 1.0):
+            keep = False
+        if keep:
             if count < capacity:
                 ee_edge[e * capacity + count] = f
             count += 1
@@ -171,12 +178,16 @@ def triangle_collider_vertex_kernel(
     triangles: wp.array2d(dtype=wp.int32),
     radius: float,
     capacity: int,
+    interior_only: int,
     tv_count: wp.array(dtype=wp.int32),
     tv_vertex: wp.array(dtype=wp.int32),
     overflow: wp.array(dtype=wp.int32),
     required: wp.array(dtype=wp.int32),
 ):
-    """Per cloth triangle t: collider vertices within radius, in BVH traversal order."""
+    """Per cloth triangle t: collider vertices within radius, in BVH traversal order. interior_only != 0
+    keeps only vertices whose closest point is inside the triangle (all three weights > 0): a collider
+    vertex nearest an edge or a corner of the triangle is held by the edge–edge pairs or by the cloth
+    vertex's own contact."""
     t = wp.tid()
     a = positions[triangles[t, 0]]
     b = positions[triangles[t, 1]]
@@ -189,7 +200,10 @@ def triangle_collider_vertex_kernel(
     while wp.bvh_query_next(query, v):
         p = collider_points[v]
         cp, w = closest_point_triangle(p, a, b, c)
-        if wp.length(p - cp) < radius:
+        keep = wp.length(p - cp) < radius
+        if interior_only != 0 and (w[0] <= 0.0 or w[1] <= 0.0 or w[2] <= 0.0):
+            keep = False
+        if keep:
             if count < capacity:
                 tv_vertex[t * capacity + count] = v
             count += 1
@@ -384,12 +398,12 @@ class ClothColliderContacts:
         if self.edge_count:
             wp.launch(edge_collider_kernel, dim=self.edge_count,
                       inputs=[col.edge_bvh.id, col.points, col.edges, positions, self.edges,
-                              r + col.thickness_offset, self.edge_capacity],
+                              r + col.thickness_offset, self.edge_capacity, 0],
                       outputs=[self.ee_count, self.ee_edge, self.overflow, self.required], device=dev)  # fmt: skip
         if self.triangle_count:
             wp.launch(triangle_collider_vertex_kernel, dim=self.triangle_count,
                       inputs=[col.vertex_bvh.id, col.points, positions, self.triangles,
-                              r + col.thickness_offset, self.triangle_capacity],
+                              r + col.thickness_offset, self.triangle_capacity, 0],
                       outputs=[self.tv_count, self.tv_vertex, self.overflow, self.required], device=dev)  # fmt: skip
 
     def reset_overflow(self):

@@ -35,6 +35,10 @@ from ..collision.self_contact import edge_bounds_kernel
 from ..topology import csr, unique_edges
 from .kernels import vertex_normals_kernel
 
+# Keep only the pairs whose closest points are inside both features (an edge crossing another edge, a
+# collider vertex over a triangle's interior); see ColliderContacts.detect.
+INTERIOR_ONLY = 1
+
 
 @wp.func
 def _face_normal(pts: wp.array(dtype=wp.vec3), tris: wp.array(dtype=wp.vec3i), f: int):
@@ -143,10 +147,12 @@ class ColliderContacts:
             self.edge_bvh.refit()
         r = float(query_radius)
         wp.launch(edge_collider_kernel, self.ce_count.shape[0],
-                  inputs=[self.edge_bvh.id, self.points, self.edges, x_prev, self.cloth_edges, r, self.edge_capacity],
+                  inputs=[self.edge_bvh.id, self.points, self.edges, x_prev, self.cloth_edges, r, self.edge_capacity,
+                          INTERIOR_ONLY],
                   outputs=[self.ce_count, self.ce_edge, self.overflow, self.required], device=d)
         wp.launch(triangle_collider_vertex_kernel, self.ct_count.shape[0],
-                  inputs=[self.vertex_bvh.id, self.points, x_prev, self.cloth_triangles, r, self.triangle_capacity],
+                  inputs=[self.vertex_bvh.id, self.points, x_prev, self.cloth_triangles, r, self.triangle_capacity,
+                          INTERIOR_ONLY],
                   outputs=[self.ct_count, self.ct_vertex, self.overflow, self.required], device=d)
 
     def kernel_args(self) -> list:

@@ -353,6 +353,84 @@ def vertex_pair_contacts(
 
 
 @wp.func
+def crossing_plane(
+    xi: wp.vec3, xpi: wp.vec3, xn: wp.vec3, point: wp.vec3, normal: wp.vec3, wall_vel: wp.vec3,
+    r: float, kc: float, h: float, kd: float,
+):
+    """The contact plane (point, normal) as an active quadratic at x_i, if x_i is clear of it (d ≥ r) but
+    the step to xn crosses it (d < r); else zero. Force and Hessian as in :func:`contact_plane` without
+    friction (the normal force at x_i is ≤ 0)."""
+    f = wp.vec3(0.0)
+    H = wp.mat33(0.0)
+    d0 = wp.dot(xi - point, normal)
+    if d0 >= r and wp.dot(xn - point, normal) < r:
+        du = (xi - xpi) - wall_vel * h
+        f = (kc * (r - d0) - kd * wp.dot(du, normal) / h) * normal
+        H = (kc + kd / h) * wp.outer(normal, normal)
+    return f, H
+
+
+@wp.func
+def collider_pair_crossings(
+    i: int, lane: int, lanes: int, dx: wp.vec3,
+    x: wp.array(dtype=wp.vec3), x_prev: wp.array(dtype=wp.vec3),
+    tri: wp.array(dtype=wp.vec3i), v_tri_offsets: wp.array(dtype=wp.int32), v_tri: wp.array(dtype=wp.int32),
+    edges: wp.array(dtype=wp.vec2i), v_edge_offsets: wp.array(dtype=wp.int32), v_edge: wp.array(dtype=wp.int32),
+    r: float, kc: float, h: float, kd: float,
+    cpts: wp.array(dtype=wp.vec3), cvel: wp.array(dtype=wp.vec3), cvn: wp.array(dtype=wp.vec3),
+    cedges: wp.array2d(dtype=wp.int32), cen: wp.array(dtype=wp.vec3), kce: int, ce_count: wp.array(dtype=wp.int32),
+    ce_edge: wp.array(dtype=wp.int32), kct: int, ct_count: wp.array(dtype=wp.int32), ct_vertex: wp.array(dtype=wp.int32),
+):
+    """Collider feature planes that vertex i's trial step dx crosses: clear at x (d ≥ r), crossed at the
+    feature's closest point moved by w_k·dx (d < r); each as an active quadratic linearised at x, weighted
+    as in :func:`vertex_pair_contacts`, this lane's share. See :func:`vertex_update` for why."""
+    f = wp.vec3(0.0)
+    H = wp.mat33(0.0)
+    q = int(0)
+    for a in range(v_tri_offsets[i], v_tri_offsets[i + 1]):
+        code = v_tri[a]
+        t = code // 3
+        k = code - 3 * t
+        ids = tri[t]
+        nc = ct_count[t]
+        for b in range((lane - q % lanes + lanes) % lanes, nc, lanes):
+            p = ct_vertex[t * kct + b]
+            cp = cpts[p]
+            qc, bw = closest_point_triangle(cp, x[ids[0]], x[ids[1]], x[ids[2]])
+            wk = bw[k]
+            if wk > 0.0:
+                q_prev = bw[0] * x_prev[ids[0]] + bw[1] * x_prev[ids[1]] + bw[2] * x_prev[ids[2]]
+                fc, Hc = crossing_plane(qc, q_prev, qc + wk * dx, cp, cvn[p], cvel[p], r, kc, h, kd)
+                f += wk * fc
+                H += (wk * wk) * Hc
+        q += nc
+    for a in range(v_edge_offsets[i], v_edge_offsets[i + 1]):
+        code = v_edge[a]
+        e = code // 2
+        k = code - 2 * e
+        ea = edges[e]
+        nc = ce_count[e]
+        for b in range((lane - q % lanes + lanes) % lanes, nc, lanes):
+            g = ce_edge[e * kce + b]
+            q0 = cedges[g, 0]
+            q1 = cedges[g, 1]
+            se, ue, dist = closest_points_edge_edge(x[ea[0]], x[ea[1]], cpts[q0], cpts[q1])
+            wk = 1.0 - se
+            if k == 1:
+                wk = se
+            if wk > 0.0:
+                qc = wp.lerp(x[ea[0]], x[ea[1]], se)
+                q_prev = wp.lerp(x_prev[ea[0]], x_prev[ea[1]], se)
+                cq = wp.lerp(cpts[q0], cpts[q1], ue)
+                fc, Hc = crossing_plane(qc, q_prev, qc + wk * dx, cq, cen[g], wp.lerp(cvel[q0], cvel[q1], ue), r, kc,
+                                        h, kd)
+                f += wk * fc
+                H += (wk * wk) * Hc
+        q += nc
+    return f, H
+
+
+@wp.func
 def vertex_local(
     i: int,
     x: wp.array(dtype=wp.vec3), x_prev: wp.array(dtype=wp.vec3), y: wp.array(dtype=wp.vec3),
@@ -406,11 +484,38 @@ def vertex_local(
 def vertex_update(
     i: int, f: wp.vec3, H: wp.mat33, x: wp.array(dtype=wp.vec3), x_prev: wp.array(dtype=wp.vec3),
     self_enabled: int, min_dist: wp.array(dtype=float), bound_fraction: float,
+    ground_enabled: int, ground_height: float, r: float, kc: float, h: float, kd: float,
+    c_point: wp.array(dtype=wp.vec3), c_normal: wp.array(dtype=wp.vec3), c_vel: wp.array(dtype=wp.vec3),
+    c_active: wp.array(dtype=wp.int32), slots: int,
 ):
-    """x_i ← x_i + H⁻¹f, limited by the self-contact conservative bound."""
+    """x_i ← x_i + H⁻¹f, limited by the self-contact conservative bound.
+
+    Contact planes (ground, colliders) are piecewise quadratic: zero while the vertex is clear of them.
+    A Newton step from a point clear of a plane does not see it and can cross it by as much as the rest of
+    the block pulls (a tight waistband pulled a vertex several mm into the body), and the next iteration
+    pushes it back out: the iterations then end anywhere between, and (x − x_t)/h carries that as a pop of
+    up to ~2 m/s. So the local minimisation is done exactly: a plane the step crosses is added as active
+    (linearised at x_i) and the step is solved again: the exact minimiser of the vertex's local energy
+    with one plane, and with several a step that ends at the planes instead of through them."""
     if wp.abs(wp.determinant(H)) > 1.0e-20:
+        xi = x[i]
         xpi = x_prev[i]
-        xn = x[i] + wp.inverse(H) * f
+        xn = xi + wp.inverse(H) * f
+        fa = wp.vec3(0.0)
+        Ha = wp.mat33(0.0)
+        if ground_enabled != 0:
+            fc, Hc = crossing_plane(xi, xpi, xn, wp.vec3(0.0, ground_height, 0.0), wp.vec3(0.0, 1.0, 0.0),
+                                    wp.vec3(0.0), r, kc, h, kd)
+            fa += fc
+            Ha += Hc
+        for s in range(slots):
+            k = i * slots + s
+            if c_active[k] != 0:
+                fc, Hc = crossing_plane(xi, xpi, xn, c_point[k], c_normal[k], c_vel[k], r, kc, h, kd)
+                fa += fc
+                Ha += Hc
+        if Ha[0, 0] + Ha[1, 1] + Ha[2, 2] > 0.0:
+            xn = xi + wp.inverse(H + Ha) * (f + fa)
         if self_enabled != 0:
             # conservative bound: never move farther from the substep start than a fraction of the
             # distance to the nearest non-adjacent primitive found at detection
@@ -616,11 +721,35 @@ def _make_vbd_solve_kernel(tiled: bool, pair_contacts: bool = True, whole_warp: 
             fe, He = warp_sum_block(fe, He)
         elif wp.static(tiled):
             fe, He = half_warp_sum_block(fe, He)
+        if wp.static(pair_contacts):
+            if collider_enabled != 0:
+                # collider feature planes the step would cross (every lane needs the trial step: the
+                # butterfly above left the sums in every lane)
+                fa = wp.vec3(0.0)
+                Ha = wp.mat33(0.0)
+                if valid:
+                    fl, Hl = vertex_local(i, x, x_prev, y, normals, mass, vertex_area, spring, spring_k,
+                                          v_spring_offsets, v_spring, h, drag, wind, ground_enabled, ground_height, r,
+                                          contact_stiffness, mu, friction_eps, kd, c_point, c_normal, c_vel, c_active,
+                                          slots)
+                    Ht = Hl + He
+                    if wp.abs(wp.determinant(Ht)) > 1.0e-20:
+                        fa, Ha = collider_pair_crossings(i, lane, lanes, wp.inverse(Ht) * (fl + fe), x, x_prev, tri,
+                                                         v_tri_offsets, v_tri, edges, v_edge_offsets, v_edge, r,
+                                                         contact_stiffness, h, kd, cpts, cvel, cvn, cedges, cen, kce,
+                                                         ce_count, ce_edge, kct, ct_count, ct_vertex)
+                if wp.static(tiled and whole_warp):
+                    fa, Ha = warp_sum_block(fa, Ha)
+                elif wp.static(tiled):
+                    fa, Ha = half_warp_sum_block(fa, Ha)
+                fe = fe + fa
+                He = He + Ha
         if valid and lane == 0:
             fl, Hl = vertex_local(i, x, x_prev, y, normals, mass, vertex_area, spring, spring_k, v_spring_offsets,
                                   v_spring, h, drag, wind, ground_enabled, ground_height, r, contact_stiffness, mu,
                                   friction_eps, kd, c_point, c_normal, c_vel, c_active, slots)
-            vertex_update(i, fl + fe, Hl + He, x, x_prev, self_enabled, min_dist, bound_fraction)
+            vertex_update(i, fl + fe, Hl + He, x, x_prev, self_enabled, min_dist, bound_fraction, ground_enabled,
+                          ground_height, r, contact_stiffness, h, kd, c_point, c_normal, c_vel, c_active, slots)
 
     if not tiled and pair_contacts:
         return wp.kernel(vbd_solve, name="vbd_solve_kernel")  # the CPU kernel, in this module
