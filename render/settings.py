@@ -22,8 +22,11 @@ DEFERRED_MIN_TRIANGLES_PER_PIXEL = 0.2
 # the 1 M-triangle 1080p frame slower, 19.4 ms deferred against 12.3 ms forward
 # (benchmarks/results/render_gpu_h200_s5.json)
 SOFTWARE_RENDERERS = ("llvmpipe", "softpipe", "swrast", "lavapipe")
-# "auto" takes the visibility path (where the meshes allow it) on software rasterisers / on GPUs
-VISIBILITY_AUTO_SOFTWARE = False
+# "auto" on software rasterisers, from DEFERRED_MIN_TRIANGLES_PER_PIXEL on: the visibility path
+# (where the meshes allow it) rather than deferred: 1 M triangles at 1080p on llvmpipe, 1.09-1.13 s
+# vs 1.24-1.28 s a frame (forward 2.1 s); at 100 k forward stays fastest (0.63 s, visibility 0.74 s)
+VISIBILITY_AUTO_SOFTWARE = True
+# ... and on GPUs (all densities): not yet measured on the H200 (benchmarks/render.py --warp cuda:0)
 VISIBILITY_AUTO_HARDWARE = False
 
 @dataclass(frozen=True)
@@ -42,11 +45,15 @@ class RenderSettings:
         ground_y: floor height [m]; None = lowest vertex of all meshes.
         shadow_map_size, contact_map_size: [px].
         shading: "deferred" (a G-buffer pass, then each pixel's distinct MSAA samples shaded
-            once, the resolve folded in), "forward" (every fragment shaded; used anyway for 1
-            sample, overlays and window framebuffers) or "auto" (default: deferred when the visible
-            meshes have >= DEFERRED_MIN_TRIANGLES_PER_PIXEL triangles per image pixel, where small
-            triangles make forward shading wasteful, on a software rasteriser such as llvmpipe; on a
-            GPU forward is faster). Same image within a few levels at edges.
+            once, the resolve folded in), "visibility" (a triangle id per sample, then a compute
+            shader reconstructs and shades each pixel's distinct triangles and resolves:
+            render.visibility; frames it cannot take, e.g. more than 64 visible meshes or a
+            textured one after the 6th, are drawn forward), "forward" (every fragment shaded; used
+            anyway for 1 sample, overlays and window framebuffers) or "auto" (default: on a
+            software rasteriser such as llvmpipe, visibility (else deferred) when the visible meshes
+            have >= DEFERRED_MIN_TRIANGLES_PER_PIXEL triangles per image pixel, where small
+            triangles make forward shading wasteful, else forward; on a GPU forward, or visibility
+            with VISIBILITY_AUTO_HARDWARE). Same image within a few levels at edges.
         reuse_maps: keep the key shadow map and the contact map while the meshes' positions and
             the light's projection are unchanged (views of one drape under scene lights, or the
             same view again); False redraws them every frame.

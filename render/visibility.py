@@ -18,7 +18,8 @@ from .material import Material, MeshItem, srgb_to_linear
 
 GROUND_OBJECT = 255
 MAX_SLOTS = 64            # meshes per frame (uniform arrays of the compute shader)
-MAX_TEXTURED_SLOT = 8     # textured meshes must be among the first 8 (texture units 8..31)
+MAX_TEXTURED_SLOT = 6     # textured meshes must be among the first 6 (texture units 8..25)
+GEOMETRY_UNIT = 26        # first of the 4 texture units of VisibilityGeometry (26..29)
 MAX_TRIANGLES = 1 << 24   # per mesh (24-bit primitive id)
 LOCAL_SIZE = 8            # visibility.comp's work group is LOCAL_SIZE x LOCAL_SIZE pixels
 
@@ -72,66 +73,89 @@ def material_uniforms(items: Sequence[MeshItem]) -> dict[str, bytes]:
             "u_mat_params": params.tobytes(), "u_uv_params": uv.tobytes()}
 
 
+TEX_WIDTH = 4096          # texels per row of the vertex/index textures (visibility.comp's TEX_WIDTH)
+
+
 class VisibilityGeometry:
-    """Storage buffers holding every visible mesh of a frame back to back (positions, normals, uvs,
-    indices), for frames of two or more meshes; one mesh binds its own GL buffers. Copied on the
-    GPU (``copy_buffer``) only when a mesh's GL content changed. Owned by the Renderer."""
+    """The visible meshes' vertex data as textures, for visibility.comp's texelFetch: positions and
+    normals (RGB32F), uvs (RG32F), triangles (RGB32UI, one texel per triangle, indices local to the
+    mesh), every mesh back to back in rows of :data:`TEX_WIDTH` texels.
+
+    Textures, not storage buffers: llvmpipe fetches texels ~2.4x faster than it loads storage
+    buffer elements at per-lane addresses (a probe of 12 coherent loads per pixel at 1080p: 91 vs
+    214 ms). Filled on the GPU from the meshes' GL buffers (``copy_buffer`` into a staging buffer
+    padded to whole rows, then a pixel-buffer upload), only when a mesh's GL content changed.
+    Owned by the Renderer; no numpy round trip.
+    """
+
+    KINDS = {"positions": (3, "f4", 12), "normals": (3, "f4", 12), "uvs": (2, "f4", 8), "indices": (3, "u4", 12)}
 
     def __init__(self, ctx) -> None:
         self._ctx = ctx
-        self._bufs: dict[str, object] = {}
+        self._staging = None
+        self._textures: dict[str, object] = {}
         self._key = None
         self.vertex_base = np.zeros(1, np.uint32)
         self.triangle_base = np.zeros(1, np.uint32)
 
     def nbytes(self) -> int:
-        return int(sum(b.size for b in self._bufs.values()))
+        n = sum(t.width * t.height * self.KINDS[k][2] for k, t in self._textures.items())
+        return int(n + (self._staging.size if self._staging is not None else 0))
 
     def release(self) -> None:
-        for b in self._bufs.values():
-            b.release()
-        self._bufs.clear()
+        for t in self._textures.values():
+            t.release()
+        self._textures.clear()
+        if self._staging is not None:
+            self._staging.release()
+            self._staging = None
         self._key = None
 
-    def _buffer(self, name: str, size: int):
-        b = self._bufs.get(name)
-        if b is None or b.size < size:
-            if b is not None:
-                b.release()
-            b = self._bufs[name] = self._ctx.buffer(reserve=max(size, 4))
-            self._key = None    # new storage: copy everything again
-        return b
+    def _texture(self, kind: str, count: int):
+        components, dtype, _ = self.KINDS[kind]
+        rows = max((count + TEX_WIDTH - 1) // TEX_WIDTH, 1)
+        tex = self._textures.get(kind)
+        if tex is None or tex.height != rows:
+            if tex is not None:
+                tex.release()
+            tex = self._textures[kind] = self._ctx.texture((TEX_WIDTH, rows), components, dtype=dtype)
+            tex.filter = (self._ctx.NEAREST, self._ctx.NEAREST)
+        return tex
 
-    def bind(self, items: Sequence[MeshItem], gms: Sequence, uv_slots: int) -> None:
-        """Bind storage buffers 0-3 (positions, normals, uvs, indices) for meshes ``items`` with GL
-        mirrors ``gms`` (render.renderer._GpuMesh); sets :attr:`vertex_base`, :attr:`triangle_base`.
-        ``uv_slots``: bit mask of the slots whose uvs the shader reads."""
+    def _fill(self, kind: str, count: int, sources) -> None:
+        """Texture ``kind`` <- the buffers ``sources`` [(buffer, texel count, first texel)]."""
+        tex = self._texture(kind, count)
+        texel = self.KINDS[kind][2]
+        size = tex.height * TEX_WIDTH * texel
+        if self._staging is None or self._staging.size < size:
+            if self._staging is not None:
+                self._staging.release()
+            self._staging = self._ctx.buffer(reserve=size)
+        for buf, n, first in sources:
+            self._ctx.copy_buffer(self._staging, buf, n * texel, 0, first * texel)
+        tex.write(self._staging, alignment=4)
+
+    def bind(self, items: Sequence[MeshItem], gms: Sequence, uv_slots: int, first_unit: int) -> None:
+        """Bind the textures (positions, normals, uvs, triangles) to units ``first_unit`` + 0..3 for
+        meshes ``items`` with GL mirrors ``gms`` (render.renderer._GpuMesh); sets
+        :attr:`vertex_base` and :attr:`triangle_base`. ``uv_slots``: bit mask of the slots whose uvs
+        the shader reads."""
         n_v = np.array([gm.vertex_count for gm in gms], np.int64)
         n_t = np.array([gm.index_count // 3 for gm in gms], np.int64)
         self.vertex_base = np.concatenate([[0], np.cumsum(n_v)[:-1]]).astype(np.uint32)
         self.triangle_base = np.concatenate([[0], np.cumsum(n_t)[:-1]]).astype(np.uint32)
-        if len(gms) == 1:
-            gm = gms[0]
-            srcs = (gm.vbo_pos, gm.vbo_nrm, gm.vbo_uv if uv_slots and gm.vbo_uv is not None else gm.vbo_pos, gm.ibo)
-            for binding, buf in enumerate(srcs):
-                buf.bind_to_storage_buffer(binding)
-            return
         key = tuple((gm.version, id(gm.vbo_pos), id(gm.ibo), id(item.uvs) if (uv_slots >> k) & 1 else None)
                     for k, (item, gm) in enumerate(zip(items, gms)))
         total_v, total_t = int(n_v.sum()), int(n_t.sum())
-        pos = self._buffer("positions", 12 * total_v)
-        nrm = self._buffer("normals", 12 * total_v)
-        uvb = self._buffer("uvs", 8 * total_v) if uv_slots else pos
-        idx = self._buffer("indices", 12 * total_t)
         if key != self._key:
-            ctx = self._ctx
-            for k, gm in enumerate(gms):
-                vb, tb = int(self.vertex_base[k]), int(self.triangle_base[k])
-                ctx.copy_buffer(pos, gm.vbo_pos, 12 * gm.vertex_count, 0, 12 * vb)
-                ctx.copy_buffer(nrm, gm.vbo_nrm, 12 * gm.vertex_count, 0, 12 * vb)
-                ctx.copy_buffer(idx, gm.ibo, 4 * gm.index_count, 0, 12 * tb)
-                if (uv_slots >> k) & 1:
-                    ctx.copy_buffer(uvb, gm.vbo_uv, 8 * gm.vertex_count, 0, 8 * vb)
+            vb, tb = self.vertex_base.tolist(), self.triangle_base.tolist()
+            self._fill("positions", total_v, [(gm.vbo_pos, gm.vertex_count, b) for gm, b in zip(gms, vb)])
+            self._fill("normals", total_v, [(gm.vbo_nrm, gm.vertex_count, b) for gm, b in zip(gms, vb)])
+            self._fill("indices", total_t, [(gm.ibo, gm.index_count // 3, b) for gm, b in zip(gms, tb)])
+            if uv_slots:
+                self._fill("uvs", total_v, [(gm.vbo_uv, gm.vertex_count, b) for k, (gm, b) in enumerate(zip(gms, vb))
+                                            if (uv_slots >> k) & 1])
             self._key = key
-        for binding, buf in enumerate((pos, nrm, uvb, idx)):
-            buf.bind_to_storage_buffer(binding)
+        for unit, kind in enumerate(("positions", "normals", "uvs", "indices")):
+            tex = self._textures.get(kind) or self._textures["positions"]
+            tex.use(location=first_unit + unit)

@@ -8,10 +8,10 @@
 // sRGB-encoded colour; their average (coverage-weighted: the MSAA resolve) goes to u_out.
 // The forward pass also shades at the pixel centre, extrapolating the triangle's plane, so an
 // unmerged frame matches it up to float rounding and the 8-bit quantisation of its resolve.
-// MERGE: samples of distinct triangles of one smooth surface (same mesh, positions within half a
-// pixel's footprint, normals within MERGE_COS) share one shading, as in deferred.frag.
-// Defines: SAMPLES, SLOTS (meshes), UV_MASK, BASE_TEX_MASK, NORMAL_MAP_MASK, MR_TEX_MASK (bit k:
-// slot k has uvs / that texture; textured slots are 0..7), MERGE, MERGE_COS, and the lighting ones
+// MERGE: samples of distinct triangles of one smooth surface (same mesh, triangles sharing a
+// vertex) share one shading, as deferred.frag merges samples of one surface.
+// Defines: SAMPLES, SLOTS (meshes), TEX_WIDTH, UV_MASK, BASE_TEX_MASK, NORMAL_MAP_MASK, MR_TEX_MASK (bit k:
+// slot k has uvs / that texture; textured slots are 0..5; texture units 8-13, 14-19, 20-25), MERGE, and the lighting ones
 // (LIGHT_COUNT, SHADOWS, KEY_SHADOW, HAS_GROUND, TRANSPARENT, TONEMAP), EXPLICIT_LOD.
 
 layout(local_size_x = 8, local_size_y = 8) in;
@@ -24,27 +24,23 @@ layout(local_size_x = 8, local_size_y = 8) in;
 #include "include/ground_shade.glsl"
 #endif
 
-#ifndef MERGE_COS
-#define MERGE_COS 0.9962            // cos(5 degrees)
-#endif
 #define GROUND_OBJECT 255u
 
 uniform usampler2DMS u_vis;                         // triangle id per sample (visibility.frag)
 layout(rgba8, binding = 0) writeonly uniform image2D u_out;   // premultiplied display colour
 
-// mesh data of all slots (each slot's vertices from u_vertex_base[slot], its triangles from
-// u_triangle_base[slot]; indices are local to the slot)
-layout(std430, binding = 0) readonly buffer VisPositions { float vis_positions[]; };  // [m], xyz
-layout(std430, binding = 1) readonly buffer VisNormals { float vis_normals[]; };      // xyz
-layout(std430, binding = 2) readonly buffer VisUvs { float vis_uvs[]; };              // uv
-layout(std430, binding = 3) readonly buffer VisIndices { uint vis_indices[]; };       // 3 per triangle
+// mesh data of all slots, TEX_WIDTH texels a row (render.visibility.VisibilityGeometry): each
+// slot's vertices from u_vertex_base[slot], its triangles from u_triangle_base[slot]
+layout(binding = 26) uniform sampler2D u_vis_positions;  // [m], xyz
+layout(binding = 27) uniform sampler2D u_vis_normals;    // xyz
+layout(binding = 28) uniform sampler2D u_vis_uvs;        // uv
+layout(binding = 29) uniform usampler2D u_vis_triangles; // vertex indices, local to the slot
 
 uniform mat4 u_inv_view_proj;       // clip -> world
 uniform ivec2 u_size;               // image [px]
 uniform vec3 u_camera_pos;
 uniform float u_exposure;
 uniform vec4 u_clear;               // premultiplied display colour where nothing was drawn
-uniform float u_merge_scale;        // half a pixel's footprint per metre of distance from the eye
 uniform float u_ground_y;           // floor height [m]
 
 uniform uint u_vertex_base[SLOTS];
@@ -55,33 +51,35 @@ uniform vec4 u_mat_params[SLOTS];          // metallic, roughness, sheen roughne
 uniform vec4 u_uv_params[SLOTS];           // uv scale (2), normal scale (2)
 
 #if BASE_TEX_MASK != 0
-layout(binding = 8) uniform sampler2D u_base_textures[8];     // sRGB (decoded by the sampler)
+layout(binding = 8) uniform sampler2D u_base_textures[6];     // sRGB (decoded by the sampler)
 #endif
 #if NORMAL_MAP_MASK != 0
-layout(binding = 16) uniform sampler2D u_normal_maps[8];
+layout(binding = 14) uniform sampler2D u_normal_maps[6];
 #endif
 #if MR_TEX_MASK != 0
-layout(binding = 24) uniform sampler2D u_mr_textures[8];
+layout(binding = 20) uniform sampler2D u_mr_textures[6];
 #endif
 
 // Sampler arrays may only be indexed by constants: one case per textured slot.
-// EXPLICIT_LOD (software rasterisers): llvmpipe's textureGrad, and textureLod with a level that
-// varies between the lanes of a compute shader, returned wrong texels (stripes where neighbouring
-// invocations wanted different levels). There the level comes from the ray differentials
-// (isotropic: the GL formula without anisotropy) and the trilinear blend is made by hand from
-// lookups whose level is the same in every lane (one per mip level of the texture). GPUs take
-// textureGrad with the sampler's anisotropic filtering, as mesh.frag's implicit derivatives.
+// EXPLICIT_LOD (software rasterisers): llvmpipe's textureGrad, and textureLod with a level that is
+// not a compile-time constant, returned wrong texels in this compute shader (blocks and stripes;
+// Mesa 22, LLVM 15). There the level comes from the ray differentials (the level an
+// 8x anisotropic filter picks, one tap) and the trilinear blend is made by hand from lookups at constant levels (the
+// loop is unrolled). GPUs take textureGrad with the sampler's anisotropic filtering, as mesh.frag.
 #ifdef EXPLICIT_LOD
 vec4 sample_explicit_lod(sampler2D t, vec2 uv, vec2 dx, vec2 dy) {
     vec2 size = vec2(textureSize(t, 0));
     int levels = textureQueryLevels(t);
-    float rho = max(length(dx * size), length(dy * size));
+    // the level of an 8x anisotropic filter (EXT_texture_filter_anisotropic: the major axis over
+    // up to 8 taps) sampled with one tap: sharp like mesh.frag's filter, without its extra taps
+    float rx = length(dx * size), ry = length(dy * size);
+    float rho = max(min(rx, ry), max(rx, ry) / 8.0);
     float lod = clamp(log2(max(rho, 1e-8)), 0.0, float(levels - 1));
     float base = floor(lod), f = lod - base;
     vec4 texel = vec4(0.0);
-    for (int level = 0; level < levels; ++level) {
+    for (int level = 0; level < 14; ++level) {    // constant bounds: unrolled, each level a constant
         float w = float(level) == base ? 1.0 - f : (float(level) == base + 1.0 ? f : 0.0);
-        texel += w * textureLod(t, uv, float(level));
+        if (level < levels) texel += w * textureLod(t, uv, float(level));
     }
     return texel;
 }
@@ -91,7 +89,7 @@ vec4 sample_explicit_lod(sampler2D t, vec2 uv, vec2 dx, vec2 dy) {
 #endif
 #define TEX_CASE(ARR, MASK, K) if (((MASK) & (1 << K)) != 0 && slot == K) texel = TEX_SAMPLE(ARR[K], uv, dx, dy);
 #define TEX_CASES(ARR, MASK) TEX_CASE(ARR, MASK, 0) TEX_CASE(ARR, MASK, 1) TEX_CASE(ARR, MASK, 2) \
-    TEX_CASE(ARR, MASK, 3) TEX_CASE(ARR, MASK, 4) TEX_CASE(ARR, MASK, 5) TEX_CASE(ARR, MASK, 6) TEX_CASE(ARR, MASK, 7)
+    TEX_CASE(ARR, MASK, 3) TEX_CASE(ARR, MASK, 4) TEX_CASE(ARR, MASK, 5)
 
 vec4 base_texture(int slot, vec2 uv, vec2 dx, vec2 dy) {
     vec4 texel = vec4(1.0);
@@ -125,7 +123,7 @@ struct Hit {
     vec3 n;            // unit interpolated normal, on the viewer's side
     vec3 dpdx, dpdy;   // position change one pixel right / up
     vec2 uv, duvdx, duvdy;   // scaled uv and its changes (slots with uvs)
-    int slot;          // mesh slot; -1: the floor
+    int slot;          // mesh slot
 };
 
 // Direction (not unit) of the camera ray through window point w (pixel centre = integer + 0.5).
@@ -148,40 +146,39 @@ vec3 barycentrics(vec3 a, vec3 e1, vec3 e2, vec3 d) {
     return vec3(1.0 - u - v, u, v);
 }
 
-#define VEC3_AT(BUF, I) vec3(BUF[3u * (I)], BUF[3u * (I) + 1u], BUF[3u * (I) + 2u])
-#define VEC2_AT(BUF, I) vec2(BUF[2u * (I)], BUF[2u * (I) + 1u])
+#define TEXEL(T, I) texelFetch(T, ivec2(int((I) % uint(TEX_WIDTH)), int((I) / uint(TEX_WIDTH))), 0)
+#define VEC3_AT(T, I) TEXEL(T, I).xyz
+#define VEC2_AT(T, I) TEXEL(T, I).xy
 
-Hit reconstruct(uint id, vec3 d, vec3 d_x, vec3 d_y) {
+// The global vertex indices of mesh triangle id.
+uvec3 triangle_vertices(uint id) {
+    int slot = int(id >> 24) - 1;
+    return TEXEL(u_vis_triangles, u_triangle_base[slot] + (id & 0xFFFFFFu)).xyz + u_vertex_base[slot];
+}
+
+// The point of mesh triangle id (global vertex indices vi) seen through the pixel centre (d: the
+// ray's direction; d_x, d_y: the rays one pixel right and up).
+Hit reconstruct(uint id, uvec3 vi, vec3 d, vec3 d_x, vec3 d_y) {
     Hit h;
     h.uv = h.duvdx = h.duvdy = vec2(0.0);
-    uint obj = id >> 24;
-    if (obj == GROUND_OBJECT) {       // the floor y = u_ground_y
-        h.slot = -1;
-        h.p = u_camera_pos + d * ((u_ground_y - u_camera_pos.y) / d.y);
-        h.n = vec3(0.0, 1.0, 0.0);
-        h.dpdx = h.dpdy = vec3(0.0);
-        return h;
-    }
-    int slot = int(obj) - 1;
+    int slot = int(id >> 24) - 1;
     h.slot = slot;
-    uint t = u_triangle_base[slot] + (id & 0xFFFFFFu);
-    uvec3 vi = uvec3(vis_indices[3u * t], vis_indices[3u * t + 1u], vis_indices[3u * t + 2u]) + u_vertex_base[slot];
-    vec3 a = VEC3_AT(vis_positions, vi.x);
-    vec3 e1 = VEC3_AT(vis_positions, vi.y) - a;
-    vec3 e2 = VEC3_AT(vis_positions, vi.z) - a;
+    vec3 a = VEC3_AT(u_vis_positions, vi.x);
+    vec3 e1 = VEC3_AT(u_vis_positions, vi.y) - a;
+    vec3 e2 = VEC3_AT(u_vis_positions, vi.z) - a;
     vec3 w = barycentrics(a, e1, e2, d);
     vec3 wx = barycentrics(a, e1, e2, d_x) - w;
     vec3 wy = barycentrics(a, e1, e2, d_y) - w;
     h.p = a + e1 * w.y + e2 * w.z;
     h.dpdx = e1 * wx.y + e2 * wx.z;
     h.dpdy = e1 * wy.y + e2 * wy.z;
-    vec3 n = VEC3_AT(vis_normals, vi.x) * w.x + VEC3_AT(vis_normals, vi.y) * w.y + VEC3_AT(vis_normals, vi.z) * w.z;
+    vec3 n = VEC3_AT(u_vis_normals, vi.x) * w.x + VEC3_AT(u_vis_normals, vi.y) * w.y + VEC3_AT(u_vis_normals, vi.z) * w.z;
     h.n = normalize(n);
     if (dot(cross(e1, e2), u_camera_pos - a) < 0.0) h.n = -h.n;   // back face: cloth is seen from both sides
     if (slot_has(UV_MASK, slot)) {
         vec2 scale = u_uv_params[slot].xy;
-        vec2 ua = VEC2_AT(vis_uvs, vi.x);
-        vec2 f1 = VEC2_AT(vis_uvs, vi.y) - ua, f2 = VEC2_AT(vis_uvs, vi.z) - ua;
+        vec2 ua = VEC2_AT(u_vis_uvs, vi.x);
+        vec2 f1 = VEC2_AT(u_vis_uvs, vi.y) - ua, f2 = VEC2_AT(u_vis_uvs, vi.z) - ua;
         h.uv = (ua + f1 * w.y + f2 * w.z) * scale;
         h.duvdx = (f1 * wx.y + f2 * wx.z) * scale;
         h.duvdy = (f1 * wy.y + f2 * wy.z) * scale;
@@ -189,12 +186,10 @@ Hit reconstruct(uint id, vec3 d, vec3 d_x, vec3 d_y) {
     return h;
 }
 
-// The display colour (premultiplied RGBA) of a hit: the material as mesh.frag assembles it, the
-// key light's visibility as deferred.frag looks it up (one lookup for floor and meshes), then
-// shade_surface_vis / ground_colour_vis. One call site in main().
-vec4 shade_hit(Hit h) {
-    bool ground = h.slot < 0;
-    int slot = max(h.slot, 0);
+// The display colour of a mesh hit: the material as mesh.frag assembles it (textures, normal map),
+// then shade_surface (the key light's shadow lookup with mesh.frag's slope bias), tone map, sRGB.
+vec4 shade_mesh(Hit h) {
+    int slot = h.slot;
     vec3 n = h.n;
     Material m;
     vec4 params = u_mat_params[slot];
@@ -203,86 +198,91 @@ vec4 shade_hit(Hit h) {
     m.roughness = clamp(params.y, 0.03, 1.0);
     m.sheen_color = u_sheen_colors[slot];
     m.sheen_roughness = clamp(params.z, 0.03, 1.0);
-    if (!ground) {
-        if (slot_has(BASE_TEX_MASK, slot)) m.base_color *= base_texture(slot, h.uv, h.duvdx, h.duvdy).rgb;
-        if (slot_has(NORMAL_MAP_MASK, slot)) {
-            vec3 tn = normal_texture(slot, h.uv, h.duvdx, h.duvdy).xyz * 2.0 - 1.0;
-            tn.xy *= u_uv_params[slot].zw;
-            n = normalize(cotangent_frame(n, h.dpdx, h.dpdy, h.duvdx, h.duvdy) * tn);
-        }
-        if (slot_has(MR_TEX_MASK, slot)) {
-            vec4 mr = mr_texture(slot, h.uv, h.duvdx, h.duvdy);
-            m.metallic *= mr.b;
-            m.roughness = clamp(params.y * mr.g, 0.03, 1.0);
-        }
+    if (slot_has(BASE_TEX_MASK, slot)) m.base_color *= base_texture(slot, h.uv, h.duvdx, h.duvdy).rgb;
+    if (slot_has(NORMAL_MAP_MASK, slot)) {
+        vec3 tn = normal_texture(slot, h.uv, h.duvdx, h.duvdy).xyz * 2.0 - 1.0;
+        tn.xy *= u_uv_params[slot].zw;
+        n = normalize(cotangent_frame(n, h.dpdx, h.dpdy, h.duvdx, h.duvdy) * tn);
     }
-    float key_vis = 1.0;
-#ifdef SHADOWS
-    float n_l_raw = dot(n, u_light_vec[0].xyz);
-    float n_l = clamp(n_l_raw, 0.05, 1.0);
-    float bias = ground ? 0.0 : 0.0015 * sqrt(1.0 - n_l * n_l) / n_l;
-    key_vis = (!ground && n_l_raw <= 0.0) ? 0.0 : key_visibility(h.p, bias);
-#endif
-#ifdef HAS_GROUND
-    if (ground) return ground_colour_vis(h.p, key_vis);
-#endif
+    if (slot_has(MR_TEX_MASK, slot)) {
+        vec4 mr = mr_texture(slot, h.uv, h.duvdx, h.duvdy);
+        m.metallic *= mr.b;
+        m.roughness = clamp(params.y * mr.g, 0.03, 1.0);
+    }
     vec3 v = normalize(u_camera_pos - h.p);
-    vec3 color = shade_surface_vis(m, n, v, h.p, key_vis);
+    vec3 color = shade_surface(m, n, v, h.p);
     return vec4(linear_to_srgb(tonemap(color * u_exposure)), 1.0);
 }
 
-// Two hits on one smooth surface (one shading serves both): as deferred.frag's same_surface.
-bool same_surface(Hit a, Hit b) {
-    if (a.slot != b.slot || a.slot < 0) return false;
-    float tol = u_merge_scale * distance(u_camera_pos, a.p);
-    return distance(a.p, b.p) <= tol && dot(a.n, b.n) >= MERGE_COS;
+// Two samples' triangles belong to one smooth surface, so one shading serves both (MERGE): the same
+// mesh, and they share a vertex. Neighbouring triangles of a mesh with smooth vertex normals
+// extrapolate to nearly the same position and normal at the pixel centre (the normal changes by
+// about the angle between its vertex normals across a triangle); a silhouette against another
+// part of the mesh or another mesh has no shared vertex.
+bool same_surface(uint ida, uvec3 va, uint idb, uvec3 vb) {
+    return (ida >> 24) == (idb >> 24)
+        && (any(equal(va, vb.xxx)) || any(equal(va, vb.yyy)) || any(equal(va, vb.zzz)));
 }
 
+// The loops over samples have constant bounds (unrolled: arrays stay in registers) and each
+// shading has one call site inside a loop: a SIMD rasteriser such as llvmpipe runs both sides of a
+// divergent branch, but leaves a loop as soon as no lane of the block needs another iteration. So
+// the floor is shaded only in blocks that show it, and meshes as often as the block's most
+// distinct mesh surfaces (usually once, twice on an edge).
 void main() {
     ivec2 px = ivec2(gl_GlobalInvocationID.xy);
     if (any(greaterThanEqual(px, u_size))) return;
     uint ids[SAMPLES];
     vec4 acc = vec4(0.0);
-    bool any_drawn = false;
+    int todo = 0;                                  // bit s: sample s still needs a colour
     for (int s = 0; s < SAMPLES; ++s) {
         ids[s] = texelFetch(u_vis, px, s).r;
-        if (ids[s] == 0u) acc += u_clear;     // nothing drawn there: the backdrop
-        else any_drawn = true;
+        if (ids[s] == 0u) acc += u_clear;          // nothing drawn there: the backdrop
+        else todo |= 1 << s;
     }
-    if (any_drawn) {
-        vec2 c = vec2(px) + 0.5;
-        vec3 d = ray_dir(c), d_x = ray_dir(c + vec2(1.0, 0.0)), d_y = ray_dir(c + vec2(0.0, 1.0));
-        // each distinct id reconstructed once; weight = the samples it covers
-        Hit hits[SAMPLES];
-        uint hit_id[SAMPLES];
-        int weight[SAMPLES];
-        int count = 0;
+    vec2 c = vec2(px) + 0.5;
+    vec3 d = ray_dir(c);
+#ifdef HAS_GROUND
+    int floor_bits = 0;                            // the floor: one id, one shading for its samples
+    for (int s = 0; s < SAMPLES; ++s) {
+        if ((ids[s] >> 24) == GROUND_OBJECT) floor_bits |= 1 << s;
+    }
+    todo &= ~floor_bits;
+    for (int g = 0; g < 1 && floor_bits != 0; ++g) {
+        acc += float(bitCount(floor_bits)) * ground_colour(u_camera_pos + d * ((u_ground_y - u_camera_pos.y) / d.y));
+    }
+#endif
+    if (todo != 0) {
+        vec3 d_x = ray_dir(c + vec2(1.0, 0.0)), d_y = ray_dir(c + vec2(0.0, 1.0));
+        uvec3 tv[SAMPLES];                         // each sample's triangle (global vertex indices)
         for (int s = 0; s < SAMPLES; ++s) {
-            if (ids[s] == 0u) continue;
-            int k = 0;
-            while (k < count && hit_id[k] != ids[s]) ++k;
-            if (k < count) {
-                weight[k] += 1;
-            } else {
-                hit_id[count] = ids[s];
-                weight[count] = 1;
-                hits[count] = reconstruct(ids[s], d, d_x, d_y);
-                ++count;
-            }
+            bool repeat = s > 0 && ids[s] == ids[s - 1];
+            if ((todo & (1 << s)) != 0 && !repeat) tv[s] = triangle_vertices(ids[s]);
+            else if (repeat) tv[s] = tv[s - 1];
+            else tv[s] = uvec3(0xFFFFFFFFu);
         }
-#ifdef MERGE
-        for (int i = 1; i < count; ++i) {
-            for (int j = 0; j < i; ++j) {
-                if (weight[j] > 0 && same_surface(hits[j], hits[i])) {
-                    weight[j] += weight[i];
-                    weight[i] = 0;
-                    break;
+        for (int k = 0; k < SAMPLES && todo != 0; ++k) {
+            int r = findLSB(todo);
+            uint id = ids[0];
+            uvec3 vr = tv[0];
+            for (int s = 1; s < SAMPLES; ++s) {
+                if (s == r) {
+                    id = ids[s];
+                    vr = tv[s];
                 }
             }
-        }
+            float weight = 0.0;
+            for (int s = 0; s < SAMPLES; ++s) {
+                bool same = ids[s] == id;
+#ifdef MERGE
+                same = same || same_surface(id, vr, ids[s], tv[s]);
 #endif
-        for (int i = 0; i < count; ++i) {
-            if (weight[i] > 0) acc += float(weight[i]) * shade_hit(hits[i]);
+                if ((todo & (1 << s)) != 0 && same) {
+                    weight += 1.0;
+                    todo &= ~(1 << s);
+                }
+            }
+            acc += weight * shade_mesh(reconstruct(id, vr, d, d_x, d_y));
         }
     }
     imageStore(u_out, px, acc / float(SAMPLES));

@@ -73,14 +73,21 @@ def test_deferred_matches_forward(renderer, look):
         assert np.array_equal(fwd[..., 3] == 0, dfr[..., 3] == 0)   # the same empty background
 
 
-def test_auto_picks_deferred_for_dense_meshes(renderer):
-    """Deferred for dense meshes on a software rasteriser (llvmpipe here); forward on a GPU, where the
-    G-buffer's bandwidth made the 1 M-triangle frame slower (renderer.SOFTWARE_RENDERERS)."""
+def test_auto_picks_a_per_pixel_path_for_dense_meshes(renderer):
+    """Visibility (deferred without it) for dense meshes on a software rasteriser (llvmpipe here);
+    forward on a GPU unless VISIBILITY_AUTO_HARDWARE, as the G-buffer's bandwidth made the
+    1 M-triangle frame slower there (renderer.SOFTWARE_RENDERERS)."""
+    from render.settings import VISIBILITY_AUTO_HARDWARE, VISIBILITY_AUTO_SOFTWARE
+
     v, t, uv = _sheet(160)                       # 50 k triangles
     cam = standard_view("front", v.min(0), v.max(0), aspect=1.0)
     item = MeshItem(v, t, Material.fabric("navy"), name="sheet")
     renderer.render([item], cam, RenderSettings(width=96, height=96))          # 5.5 triangles / px
-    assert renderer.frame_info["shading"] == ("deferred" if renderer.software_raster else "forward")
+    if renderer.software_raster:
+        expected = "visibility" if VISIBILITY_AUTO_SOFTWARE else "deferred"
+    else:
+        expected = "visibility" if VISIBILITY_AUTO_HARDWARE else "forward"
+    assert renderer.frame_info["shading"] == expected
     renderer.render([item], cam, RenderSettings(width=1024, height=1024))      # 0.05 triangles / px
     assert renderer.frame_info["shading"] == "forward"
 
