@@ -3,40 +3,57 @@ simulation's speed with and without the window.
 
     python benchmarks/preview.py                                  # llvmpipe under Xvfb (xvfb-run is used if
                                                                   # DISPLAY is unset), simulation on the CPU
+    python benchmarks/preview.py --modes solo,orbit_full --rounds 3 --before 1c1323c --lp-threads default,1 \\
+        --json benchmarks/results/preview_cpu_llvmpipe_s6.json   # before/after and llvmpipe threads, interleaved
+    python benchmarks/preview.py --modes profile                  # where one full-resolution frame's time goes
     python benchmarks/preview.py --headless --device cuda:0 --json benchmarks/results/preview_h200.json
 
-Runs, each ``--seconds`` long after a warm-up (worker started, first frames simulated), interleaved so
-load drift on a shared machine hits all of them alike (``--rounds`` times):
+Every run is its own process (a fresh GL context, its own ``LP_NUM_THREADS``), and the runs are interleaved
+(``--rounds`` times: round 1 all modes and variants, round 2 all again, ...) so load drift on a shared machine
+hits all of them alike. Modes, each ``--seconds`` long after a warm-up (worker started, first frames simulated):
 
 * ``solo``: the simulation worker alone (the measuring process reads its shared-memory channel 20x a
   second and draws nothing): simulated frames per second;
 * ``window``: the preview app playing the scene, drawing the UI every loop and the 3D view when a new
   frame arrives (what a user watching the drape gets), capped at ``--max-fps``;
 * ``orbit``: the same, but the camera turns every loop, so the 3D view is redrawn every loop (a user
-  dragging the camera while the drape plays), at the window's interactive resolution (0.35 of the size
-  on llvmpipe while the camera moves, full size 0.3 s after it stops; full size on a GPU);
-* ``orbit_full``: ``orbit`` at full resolution every loop: the window's worst case.
+  dragging the camera while the drape plays), at the window's interactive resolution (full size unless the
+  app is given an ``interactive_scale``);
+* ``orbit_full``: ``orbit`` at full resolution every loop, the target case of issue 6;
+* ``profile``: no simulation running (paused after 2 frames); 60 full-resolution orbit frames with
+  ``glFinish`` after each phase (3D view by painter phase, UI, buffer swap): median milliseconds per phase.
 
-Reported: window frames per second (frames drawn per second) and 3D redraws per second, the
-simulation's frames per second and its ratio to ``solo``, and the median wall time of one simulation
-step (the worker's own timing of ``step()``; less noisy than a frame count over a short run). Targets (issue 6): >= 30 fps on llvmpipe with the
-simulation >= 80 % of solo; >= 120 fps on the GPU (headless EGL).
+Variants: the code of this checkout with ``LP_NUM_THREADS`` unset (``default``) or set (``--lp-threads``), and
+with ``--before REF`` the preview code of git revision REF (``render/``, ``shaders/`` and its
+``benchmarks/preview.py``, extracted with ``git archive`` into a temporary folder; the simulation package is
+this checkout's for both), run with its own defaults (``orbit_full``: its catalog-renderer path at full size).
+
+Reported: window frames per second (loops drawn per second) and 3D redraws per second, the window process'
+CPU seconds per second, the simulation's frames per second and its ratio to ``solo`` of the same round, and
+the median wall time of one simulation step (the worker's own timing of ``step()``). Summary values are
+medians over rounds. Targets (issue 6): >= 30 fps at full resolution on llvmpipe with the simulation >= 80 %
+of solo; >= 120 fps on the GPU (headless EGL).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+WINDOW_MODES = ("window", "orbit", "orbit_full")
+MODES = ("solo", *WINDOW_MODES, "profile")
 
 
 def _wait_first_frames(poll, n: int, timeout: float) -> None:
@@ -102,7 +119,7 @@ def run_window(scene: Path, level: int, device: str | None, seconds: float, warm
                 raise RuntimeError("; ".join(app.errors))
             if time.perf_counter() - t_start > 600:
                 raise RuntimeError("no frames within 600 s")
-        f0, l0, d0, t0 = app.frames_received, app.loops, app.scene_draws, time.perf_counter()
+        f0, l0, d0, t0, c0 = app.frames_received, app.loops, app.scene_draws, time.perf_counter(), time.process_time()
         draw_ms, step_ms, seen = [], [], app.frames_received
         while time.perf_counter() - t0 < seconds:
             lt = time.perf_counter()
@@ -127,13 +144,138 @@ def run_window(scene: Path, level: int, device: str | None, seconds: float, warm
         dt = t1 - t0
         return {"mode": ("orbit" if scale is None else "orbit_full") if orbit else "window", "seconds": dt,
                 "interactive_scale": app.interactive_scale, "window_fps": (app.loops - l0) / dt,
-                "redraws_per_s": (app.scene_draws - d0) / dt,
+                "redraws_per_s": (app.scene_draws - d0) / dt, "window_cpu_per_s": (time.process_time() - c0) / dt,
                 "draw_ms_median": statistics.median(draw_ms) if draw_ms else None,
                 "step_ms_median": statistics.median(step_ms) if step_ms else None,
                 "sim_frames": app.frames_received - f0, "sim_fps": (app.frames_received - f0) / dt,
                 "gl_renderer": app.ctx.info["GL_RENDERER"], "vertices": app.topo.info["n"],
                 "body_vertices": app.topo.info["b"], "gl_bytes": app.gl_nbytes(),
                 "sim_bytes": app.memory.get("total", 0), "errors": list(app.errors)}
+
+
+def run_profile(scene: Path, level: int, device: str | None, *, headless: bool, size: tuple[int, int],
+                quality: str, frames: int = 60) -> dict:
+    """Where a full-resolution orbit frame's time goes, simulation paused: medians [ms] of each phase, each
+    ended by glFinish (which serialises CPU and rasteriser: the phases add up to more than a normal loop)."""
+    from render.preview import PreviewApp
+
+    with PreviewApp(scene, level=level, size=size, headless=headless, device=device, quality=quality,
+                    max_fps=0, continuous=True) as app:
+        app.run(script=["play", "wait_frames 2", "pause", "sync", "quit"], max_seconds=600)
+        if app.errors:
+            raise RuntimeError("; ".join(app.errors))
+        ctx = app.ctx
+        app.painter.profile = True
+        phases: dict[str, list[float]] = {}
+        loop_ms, cpu_ms = [], []
+        w, h = app.fb_size
+        for _ in range(frames):
+            app.command("orbit 4 0")
+            c0, t0 = time.process_time(), time.perf_counter()
+            with ctx:
+                app._poll_sim()
+                ctx.finish()
+                t1 = time.perf_counter()
+                app._draw_scene(1.0, moving=True, target=app.screen)
+                ctx.finish()
+                t2 = time.perf_counter()
+                app.screen.use()
+                ctx.viewport = (0, 0, w, h)
+                app._draw_ui(w, h)
+                ctx.finish()
+                t3 = time.perf_counter()
+            if app.window is not None:
+                import glfw
+
+                glfw.swap_buffers(app.window)
+                glfw.poll_events()
+            t4 = time.perf_counter()
+            got = {"poll": t1 - t0, "scene": t2 - t1, "ui": t3 - t2, "swap": t4 - t3}
+            got.update({f"scene.{k}": v / 1e3 for k, v in app.painter.stats.items()} if quality == "fast" else {})
+            for k, v in got.items():
+                phases.setdefault(k, []).append(1e3 * v)
+            loop_ms.append(1e3 * (t4 - t0))
+            cpu_ms.append(1e3 * (time.process_time() - c0))
+        skip = 5
+        return {"mode": "profile", "frames": frames - skip, "gl_renderer": app.ctx.info["GL_RENDERER"],
+                "phases_ms": {k: statistics.median(v[skip:]) for k, v in phases.items()},
+                "loop_ms": statistics.median(loop_ms[skip:]), "cpu_ms": statistics.median(cpu_ms[skip:])}
+
+
+# ---------------------------------------------------------------------------------------------- driver
+def _extract(ref: str, dest: Path) -> Path:
+    """The preview code of git revision ``ref`` (render/, shaders/, benchmarks/preview.py) under ``dest``."""
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", ref, "render", "shaders", "benchmarks/preview.py"],
+                             check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
+    return dest / "benchmarks" / "preview.py"
+
+
+def _run_child(script: Path, mode: str, args, env_threads: str | None, tmp: Path) -> dict:
+    """One mode in its own process (``script`` is this file or REF's); returns its run record."""
+    out = tmp / f"run_{time.monotonic_ns()}.json"
+    cmd = [sys.executable, str(script), "--child", "--modes", mode, "--rounds", "1", "--seconds", str(args.seconds),
+           "--scene", str(args.scene.resolve()), "--level", str(args.level), "--size", args.size,
+           "--max-fps", str(args.max_fps), "--quality", args.quality, "--warmup-frames", str(args.warmup_frames),
+           "--json", str(out)]
+    if args.headless:
+        cmd.append("--headless")
+    if args.device:
+        cmd += ["--device", args.device]
+    if script != Path(__file__).resolve():
+        cmd.remove("--child")     # REF's script runs its modes in-process and knows no --child
+    env = dict(os.environ)
+    env.pop("LP_NUM_THREADS", None)
+    if env_threads is not None:
+        env["LP_NUM_THREADS"] = env_threads
+    load0 = os.getloadavg()[0]
+    r = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    if r.returncode != 0 or not out.exists():
+        raise RuntimeError(f"{mode} run failed (exit {r.returncode}):\n{r.stdout[-2000:]}\n{r.stderr[-4000:]}")
+    res = json.loads(out.read_text())["runs"][0]
+    res["load_before"] = load0
+    res["load_after"] = os.getloadavg()[0]
+    return res
+
+
+def _child_main(args, w: int, h: int) -> list[dict]:
+    runs = []
+    for m in args.modes_list:
+        if m == "solo":
+            res = run_solo(args.scene, args.level, args.device, args.seconds, args.warmup_frames)
+        elif m == "profile":
+            res = run_profile(args.scene, args.level, args.device, headless=args.headless, size=(w, h),
+                              quality=args.quality)
+        else:
+            res = run_window(args.scene, args.level, args.device, args.seconds, args.warmup_frames,
+                             orbit=m != "window", headless=args.headless, size=(w, h), max_fps=args.max_fps,
+                             quality=args.quality, scale=1.0 if m == "orbit_full" else None)
+        res["lp_num_threads"] = os.environ.get("LP_NUM_THREADS")
+        runs.append(res)
+    return runs
+
+
+def _summary(runs: list[dict]) -> dict:
+    """Medians over rounds per (variant, mode); sim_vs_solo against the solo run of the same round."""
+    solo = {r["round"]: r["sim_fps"] for r in runs if r["mode"] == "solo"}
+    out: dict[str, dict] = {}
+    for r in runs:
+        if r["mode"] not in ("solo", "profile") and solo.get(r["round"]):
+            r["sim_vs_solo"] = r["sim_fps"] / solo[r["round"]]
+    keys = sorted({(r["variant"], r["mode"]) for r in runs}, key=lambda k: (MODES.index(k[1]), k[0]))
+    for variant, mode in keys:
+        xs = [r for r in runs if r["variant"] == variant and r["mode"] == mode]
+        s: dict[str, object] = {"runs": len(xs)}
+        for field in ("window_fps", "redraws_per_s", "window_cpu_per_s", "sim_fps", "sim_vs_solo", "step_ms_median",
+                      "draw_ms_median", "loop_ms", "cpu_ms"):
+            vals = [x[field] for x in xs if x.get(field) is not None]
+            if vals:
+                s[field] = statistics.median(vals)
+        if mode == "profile":
+            names = sorted({k for x in xs for k in x["phases_ms"]})
+            s["phases_ms"] = {k: statistics.median(x["phases_ms"][k] for x in xs if k in x["phases_ms"]) for k in names}
+        out[f"{variant}/{mode}"] = s
+    return out
 
 
 def main(argv=None) -> int:
@@ -148,63 +290,61 @@ def main(argv=None) -> int:
     ap.add_argument("--size", default="1280x720")
     ap.add_argument("--max-fps", type=float, default=60.0, help="the window's loop cap (0 = uncapped)")
     ap.add_argument("--quality", default="fast", choices=["fast", "high"])
-    ap.add_argument("--modes", default="solo,window,orbit,orbit_full")
+    ap.add_argument("--modes", default="solo,window,orbit,orbit_full",
+                    help=f"comma-separated, of {', '.join(MODES)}")
+    ap.add_argument("--before", default=None, metavar="REF",
+                    help="also run the preview code of git revision REF (its orbit_full etc.), interleaved")
+    ap.add_argument("--lp-threads", default="default",
+                    help="comma-separated LP_NUM_THREADS values for this checkout's runs ('default' = unset)")
     ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
 
+    args.modes_list = [m.strip() for m in args.modes.split(",") if m.strip()]
+    for m in args.modes_list:
+        if m not in MODES:
+            ap.error(f"unknown mode {m!r}; expected one of {', '.join(MODES)}")
     if not args.headless and not os.environ.get("DISPLAY"):
         if shutil.which("xvfb-run") is None:
             ap.error("no DISPLAY and no xvfb-run: install xvfb or pass --headless")
         cmd = ["xvfb-run", "-a", "-s", "-screen 0 1920x1080x24 -noreset", sys.executable, *sys.argv]
         return subprocess.call(cmd)
-
     w, h = (int(v) for v in args.size.lower().split("x"))
-    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+
+    if args.child:   # one process, the modes in order (the parent interleaves them)
+        runs = _child_main(args, w, h)
+        from clothsim.io import write_json
+
+        write_json(args.json, {"runs": runs})
+        return 0
+
+    threads = [None if t.strip() == "default" else t.strip() for t in args.lp_threads.split(",") if t.strip()]
     runs = []
-    for r in range(args.rounds):
-        for m in modes:
-            if m == "solo":
-                res = run_solo(args.scene, args.level, args.device, args.seconds, args.warmup_frames)
-            else:
-                if m not in ("window", "orbit", "orbit_full"):
-                    ap.error(f"unknown mode {m!r}; expected solo, window, orbit, orbit_full")
-                res = run_window(args.scene, args.level, args.device, args.seconds, args.warmup_frames,
-                                 orbit=m != "window", headless=args.headless, size=(w, h), max_fps=args.max_fps,
-                                 quality=args.quality, scale=1.0 if m == "orbit_full" else None)
-            res["round"] = r
-            runs.append(res)
-            extra = (f"  window {res['window_fps']:6.1f} fps  3D redraws {res['redraws_per_s']:6.1f}/s  "
-                     f"draw {res['draw_ms_median'] or float('nan'):.1f} ms") if m != "solo" else ""
-            extra += f"  step {res['step_ms_median'] or float('nan'):.0f} ms"
-            print(f"round {r} {m:6s} sim {res['sim_fps']:6.2f} frames/s ({res['sim_frames']} in {res['seconds']:.1f} s)"
-                  + extra, flush=True)
-    solo = [x["sim_fps"] for x in runs if x["mode"] == "solo"]
-    summary = {}
-    for m in modes:
-        xs = [x for x in runs if x["mode"] == m]
-        s = {"sim_fps": statistics.mean(x["sim_fps"] for x in xs)}
-        steps = [x["step_ms_median"] for x in xs if x.get("step_ms_median")]
-        s["step_ms"] = statistics.mean(steps) if steps else float("nan")
-        if m != "solo":
-            s["window_fps"] = statistics.mean(x["window_fps"] for x in xs)
-            s["redraws_per_s"] = statistics.mean(x["redraws_per_s"] for x in xs)
-            if solo:
-                s["sim_vs_solo"] = s["sim_fps"] / statistics.mean(solo)
-        summary[m] = s
-    solo_step = summary.get("solo", {}).get("step_ms")
-    print("\n| mode | window fps | 3D redraws/s | sim frames/s | sim vs solo | step ms | solo step / step |\n"
-          "|---|---:|---:|---:|---:|---:|---:|")
-    for m, s in summary.items():
-        if solo_step:
-            s["step_vs_solo"] = solo_step / s["step_ms"]
-        print(f"| {m} | {s.get('window_fps', float('nan')):.1f} | {s.get('redraws_per_s', float('nan')):.1f} | "
-              f"{s['sim_fps']:.2f} | {s.get('sim_vs_solo', 1.0):.0%} | {s['step_ms']:.0f} | "
-              f"{s.get('step_vs_solo', float('nan')):.0%} |")
-    out = {"scene": str(args.scene.relative_to(ROOT) if args.scene.is_relative_to(ROOT) else args.scene),
+    with tempfile.TemporaryDirectory(prefix="preview_bench_") as tmp:
+        tmp = Path(tmp)
+        variants = [(f"after[LP_NUM_THREADS={t or 'default'}]", Path(__file__).resolve(), t) for t in threads]
+        if args.before:
+            (tmp / "before").mkdir()
+            variants.insert(0, (f"before[{args.before}]", _extract(args.before, tmp / "before"), None))
+        for r in range(args.rounds):
+            for m in args.modes_list:
+                # solo once per round (the reference), every window mode for every variant
+                todo = variants[-1:] if m == "solo" else variants
+                for name, script, t in todo:
+                    if m == "profile" and name.startswith("before"):
+                        continue   # REF's benchmark has no profile mode
+                    res = _run_child(script, m, args, t, tmp)
+                    res.update({"round": r, "variant": "solo" if m == "solo" else name})
+                    runs.append(res)
+                    _print_run(res)
+    summary = _summary(runs)
+    _print_summary(summary)
+    out = {"scene": str(args.scene.relative_to(ROOT) if args.scene.resolve().is_relative_to(ROOT) else args.scene),
            "level": args.level, "size": [w, h], "headless": args.headless, "device": args.device,
-           "max_fps": args.max_fps, "quality": args.quality, "seconds": args.seconds, "runs": runs,
+           "max_fps": args.max_fps, "quality": args.quality, "seconds": args.seconds, "rounds": args.rounds,
+           "before": args.before, "command": " ".join([Path(sys.executable).name, *sys.argv]), "runs": runs,
            "summary": summary, "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
-                                           "load_average": os.getloadavg()},
+                                           "load_average_end": os.getloadavg()},
            "targets": {"llvmpipe_window_fps": 30, "sim_vs_solo": 0.8, "gpu_window_fps": 120}}
     if args.json is not None:
         from clothsim.io import write_json
@@ -213,6 +353,38 @@ def main(argv=None) -> int:
         write_json(args.json, out)
         print(f"wrote {args.json}")
     return 0
+
+
+def _print_run(res: dict) -> None:
+    load = f"  load {res['load_before']:.1f}->{res['load_after']:.1f}"
+    if res["mode"] == "profile":
+        ph = "  ".join(f"{k} {v:.1f}" for k, v in res["phases_ms"].items())
+        print(f"round {res['round']} {res['variant']} profile: loop {res['loop_ms']:.1f} ms (cpu {res['cpu_ms']:.1f}): "
+              f"{ph}{load}", flush=True)
+        return
+    extra = ""
+    if res["mode"] != "solo":
+        extra = (f"  window {res['window_fps']:6.1f} fps  3D redraws {res['redraws_per_s']:6.1f}/s  "
+                 f"draw {res['draw_ms_median'] or float('nan'):.1f} ms  cpu {res.get('window_cpu_per_s', float('nan')):.2f} s/s")
+    extra += f"  step {res['step_ms_median'] or float('nan'):.0f} ms"
+    print(f"round {res['round']} {res['variant']} {res['mode']:10s} sim {res['sim_fps']:6.2f} frames/s "
+          f"({res['sim_frames']} in {res['seconds']:.1f} s){extra}{load}", flush=True)
+
+
+def _print_summary(summary: dict) -> None:
+    nan = float("nan")
+    print("\n| variant / mode | window fps | 3D redraws/s | window CPU s/s | sim frames/s | sim vs solo | step ms |\n"
+          "|---|---:|---:|---:|---:|---:|---:|")
+    for key, s in summary.items():
+        if key.endswith("/profile"):
+            continue
+        print(f"| {key} | {s.get('window_fps', nan):.1f} | {s.get('redraws_per_s', nan):.1f} | "
+              f"{s.get('window_cpu_per_s', nan):.2f} | {s.get('sim_fps', nan):.2f} | "
+              f"{s.get('sim_vs_solo', 1.0 if key.startswith('solo') else nan):.0%} | {s.get('step_ms_median', nan):.0f} |")
+    for key, s in summary.items():
+        if key.endswith("/profile"):
+            print(f"\n{key}: loop {s['loop_ms']:.1f} ms, CPU {s['cpu_ms']:.1f} ms; phases (median ms): "
+                  + ", ".join(f"{k} {v:.2f}" for k, v in s["phases_ms"].items()))
 
 
 if __name__ == "__main__":

@@ -2,8 +2,6 @@
 // Flat-coloured preview surface under a headlight (two-sided: cloth is one sheet).
 // Defines: USE_SCALAR (colour from u_colormap at (scalar - lo) / (hi - lo), clamped), else u_color.
 
-#include "include/colour.glsl"
-
 in vec3 v_world;
 in vec3 v_normal;
 in float v_scalar;
@@ -26,8 +24,12 @@ void main() {
 #else
     vec3 base = u_color;
 #endif
-    // headlight: 40 % ambient + 60 % Lambert on |n.v| (either side), in linear light
+    // headlight: 40 % ambient + 60 % Lambert on |n.v| (either side), in linear light. The colour scale is
+    // sRGB-encoded: on the power-law part of the sRGB curve, ((c + 0.055) / 1.055)^2.4, scaling the linear
+    // value by k maps c to k^(1/2.4) (c + 0.055) - 0.055 exactly; below c = 0.04045 (the linear toe) this is
+    // within 3 levels of 8 bits (2.6 at worst, k in [0.4, 1]). One scalar pow per pixel instead of the six
+    // vector ones of a decode and re-encode (llvmpipe shades every pixel on the CPU).
     float lambert = abs(dot(n, v));
-    vec3 lin = srgb_to_linear(base) * (0.4 + 0.6 * lambert);
-    frag_color = vec4(linear_to_srgb(lin), 1.0);
+    float k = pow(0.4 + 0.6 * lambert, 1.0 / 2.4);
+    frag_color = vec4(max(k * (base + 0.055) - 0.055, 0.0), 1.0);
 }

@@ -1,0 +1,4 @@
+#version 450 core
+// Preview key-light shadow map: the depth buffer is the output.
+
+void main() {}
