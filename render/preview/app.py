@@ -13,7 +13,9 @@ the state in :attr:`PreviewApp.records`).
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,6 +39,31 @@ log = logging.getLogger("render.preview")
 HISTORY_BYTES = 512 << 20          # frames kept for scrubbing, per resolution level
 IDLE_POLL_S = 1.0 / 30.0          # an idle window checks the simulation channel this often
 STILL_SAMPLES = 4                 # MSAA of the fast look once the view stops moving (none while it moves)
+# CPU cores left to others when Mesa llvmpipe draws the window: the simulation worker's and the window's own
+# thread (which does the Python, the vertex work and, with no rasteriser threads, the rasterising too)
+RESERVED_CORES = 2
+
+
+@contextlib.contextmanager
+def rasterizer_threads(count: int | None):
+    """``LP_NUM_THREADS`` (Mesa llvmpipe's rasteriser threads; other drivers ignore it) set to ``count`` while
+    the window's GL context is created, then restored (the process's environment is left as it was). None:
+    ``cpu_count - RESERVED_CORES`` (at least 0 = rasterise in the calling thread), unless the user set
+    ``LP_NUM_THREADS``. On the 2-core CI machine llvmpipe's default (one thread per core) took the simulation's
+    core while the camera orbited: simulation at 59 % of its solo speed against 79 % with 0 threads, at 36 and
+    34 window fps (benchmarks/preview.py --lp-threads default,1,0)."""
+    old = os.environ.get("LP_NUM_THREADS")
+    if count is None and old is None:
+        count = max(0, (os.cpu_count() or 1) - RESERVED_CORES)
+    if count is not None:
+        os.environ["LP_NUM_THREADS"] = str(int(count))
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop("LP_NUM_THREADS", None)
+        else:
+            os.environ["LP_NUM_THREADS"] = old
 
 
 @dataclass
@@ -74,6 +101,8 @@ class PreviewApp(Commands, WindowInput):
             playback) it is drawn at this fraction of the window's resolution and upscaled; 0.3 s after
             the motion stops it is redrawn at full resolution. None or 1: always full resolution (the
             fast look draws a 1280x720 frame of the T-shirt scene in ~12 ms on llvmpipe, 2 CPU cores).
+        render_threads: Mesa llvmpipe's rasteriser threads for the window (``LP_NUM_THREADS``); None: the
+            user's ``LP_NUM_THREADS``, else all cores but two (see :func:`rasterizer_threads`).
 
     The loop is event-driven: it draws only when something changed (a new simulated frame, input, a
     command, a screenshot) and otherwise sleeps in ``glfw.wait_events_timeout``, so an idle window
@@ -82,7 +111,8 @@ class PreviewApp(Commands, WindowInput):
 
     def __init__(self, scene=None, *, level=None, size=(1280, 720), headless: bool = False, device=None,
                  play: bool = False, quality: str = "fast", max_fps: float = 60.0, continuous: bool = False,
-                 interactive_scale: float | None = None, title: str = "clothsim preview") -> None:
+                 interactive_scale: float | None = None, render_threads: int | None = None,
+                 title: str = "clothsim preview") -> None:
         if quality not in QUALITY:
             raise cs.InputError(f"quality must be one of {', '.join(QUALITY)}, got {quality!r}")
         self.size = (int(size[0]), int(size[1]))
@@ -93,6 +123,7 @@ class PreviewApp(Commands, WindowInput):
         if interactive_scale is not None and not 0.1 <= interactive_scale <= 1.0:
             raise cs.InputError(f"interactive_scale must lie in [0.1, 1], got {interactive_scale!r}")
         self.interactive_scale = interactive_scale
+        self.render_threads = render_threads
         self._ui_frames = 3            # draw the UI this many more loops (ImGui settles after input)
         self._last_3d = 0.0
         self._refine_at = None
@@ -100,6 +131,7 @@ class PreviewApp(Commands, WindowInput):
         self._proxy = None
         self._overlay_key = None
         self._scene_valid = False     # the cached 3D image shows the current state
+        self._was_playing = False
         self.draws = 0
         self.view = View.SHADED
         self.show_markers = False
@@ -143,8 +175,11 @@ class PreviewApp(Commands, WindowInput):
 
     # ================================================================== setup
     def _open_gl(self, title: str) -> None:
-        from .imgui_gl import ImGuiRenderer
+        with rasterizer_threads(self.render_threads):
+            self._create_context(title)
+        self._setup_gl()
 
+    def _create_context(self, title: str) -> None:
         if self.headless:
             from ..gl import create_headless_context
 
@@ -170,6 +205,10 @@ class PreviewApp(Commands, WindowInput):
             glfw.swap_interval(0)
             self.ctx = moderngl.create_context(require=450)
             self._install_callbacks()
+
+    def _setup_gl(self) -> None:
+        from .imgui_gl import ImGuiRenderer
+
         self.renderer = Renderer(self.ctx)
         self.gl_renderer = str(self.ctx.info.get("GL_RENDERER", ""))
         if self.interactive_scale is None:
@@ -523,6 +562,9 @@ class PreviewApp(Commands, WindowInput):
         w, h = self.fb_size
         if self._scene_fbo[1].size != (w, h):
             self._make_targets()
+        if self._was_playing and not self.playing:
+            self._dirty = True          # playback stopped: redraw the still view sharp (MSAA)
+        self._was_playing = self.playing
         redraw_3d = self._dirty or self.continuous
         if not (force or redraw_3d or self._ui_frames > 0 or self._pending_shots):
             return False
@@ -536,7 +578,9 @@ class PreviewApp(Commands, WindowInput):
             direct = False
             if redraw_3d:
                 self._dirty = False
-                moving = now - self._last_3d < 0.2 and not self._pending_shots
+                # moving: redrawn in quick succession (camera dragged) or animating (playback); screenshots are
+                # always drawn as a still view
+                moving = (now - self._last_3d < 0.2 or self.playing) and not self._pending_shots
                 scale = self.interactive_scale if moving else 1.0
                 # a moving view in the fast look is drawn straight into the window (no 1280x720 copy: ~5 ms
                 # on llvmpipe); the cached image is redrawn only if a later loop needs it (UI-only redraw)
@@ -545,8 +589,8 @@ class PreviewApp(Commands, WindowInput):
                 if direct:
                     self._scene_valid = False
                 self._last_3d = now
-                # redrawn sharp (full size, MSAA) once the motion has stopped for 0.3 s
-                self._refine_at = now + 0.3 if moving else None
+                # redrawn sharp (full size, MSAA) once the camera has stopped for 0.3 s (or playback stops)
+                self._refine_at = now + 0.3 if moving and not self.playing else None
             elif not self._scene_valid:
                 self._draw_scene(1.0, now - self._last_3d < 0.2)
             if not direct:

@@ -21,6 +21,8 @@ The shadow is as sharp as the mesh (soft on a 40 mm garment, crisp on the 14k-ve
 
 Closed meshes (every edge shared by two triangles in opposite directions, positive volume: the avatar) are
 drawn with back faces culled, which halves the triangles the rasteriser sets up; garments stay two-sided.
+Dense closed meshes are lit per vertex (``PER_VERTEX``: the avatar's 14k vertices against ~100k pixels it
+covers); garments per pixel (a 40 mm garment's triangles span dozens of pixels).
 
 What it keeps between frames (Mesa llvmpipe draws a 1280x720 frame on 2 CPU cores, so nothing is redone
 that did not change):
@@ -52,6 +54,9 @@ _VERSIONS = itertools.count(1)
 
 BACKGROUND = (243 / 255, 242 / 255, 240 / 255)   # the catalog backdrop #f3f2f0 (sRGB), so both looks match
 SHADOW_MAP_SIZE = 1024                           # [px]; the map is redrawn only when the meshes move
+# closed meshes with at least this many vertices are lit per vertex (the avatar, 14k vertices: its triangles
+# cover a few pixels each, so the interpolated colour matches per-pixel lighting)
+PER_VERTEX_MIN_VERTICES = 2000
 
 
 @dataclass(frozen=True)
@@ -134,6 +139,8 @@ class PreviewPainter:
         self._shadow_key = None
         self._vis_prog = None
         self._released = False
+        #: light dense closed meshes per vertex (see PER_VERTEX_MIN_VERTICES); False: everything per pixel
+        self.per_vertex = True
         #: True: every phase ends with glFinish and its wall time [ms] goes to ``stats`` (profiling only)
         self.profile = False
         self.stats: dict[str, float] = {}
@@ -331,22 +338,27 @@ class PreviewPainter:
         dest.clear(*background, 1.0, depth=1.0)
         ctx.enable(ctx.DEPTH_TEST)
         ctx.disable(ctx.CULL_FACE | ctx.BLEND)
-        prog = self.programs.get("preview_shade.vert", "preview_shade.frag")
         cam_pos = tuple(float(c) for c in camera.position)
-        fill_dir = Light(L.fill_azimuth_deg, L.fill_elevation_deg, L.fill).direction(camera)
-        _set(prog, "u_view_proj", _f32(view_proj))
-        _set(prog, "u_camera_pos", cam_pos)
-        _set(prog, "u_key_dir", L.key_dir)
-        _set(prog, "u_key", L.key)
-        _set(prog, "u_fill_dir", tuple(float(c) for c in fill_dir))
-        _set(prog, "u_fill", L.fill)
-        _set(prog, "u_sky", L.sky)
-        _set(prog, "u_floor", L.floor)
-        _set(prog, "u_exposure", L.exposure)
+        fill_dir = tuple(float(c) for c in Light(L.fill_azimuth_deg, L.fill_elevation_deg, L.fill).direction(camera))
+        progs = {}
         for it, gm in zip(items, gms):
             mat = it.material
             if not mat.visible:
                 continue
+            per_vertex = self.per_vertex and gm.closed and gm.vertex_count >= PER_VERTEX_MIN_VERTICES
+            prog = progs.get(per_vertex)
+            if prog is None:
+                prog = progs[per_vertex] = self.programs.get("preview_shade.vert", "preview_shade.frag",
+                                                             {"PER_VERTEX": per_vertex})
+                _set(prog, "u_view_proj", _f32(view_proj))
+                _set(prog, "u_camera_pos", cam_pos)
+                _set(prog, "u_key_dir", L.key_dir)
+                _set(prog, "u_key", L.key)
+                _set(prog, "u_fill_dir", fill_dir)
+                _set(prog, "u_fill", L.fill)
+                _set(prog, "u_sky", L.sky)
+                _set(prog, "u_floor", L.floor)
+                _set(prog, "u_exposure", L.exposure)
             base, sheen, spec, shininess = _material_uniforms(mat)
             _set(prog, "u_base", base)
             _set(prog, "u_sheen", sheen)
