@@ -25,6 +25,7 @@ layout(local_size_x = 8, local_size_y = 8) in;
 #endif
 
 #define GROUND_OBJECT 255u
+#define DERIV_STEP 0.125                 // pixels: the step of the derivatives' difference quotients
 
 uniform usampler2DMS u_vis;                         // triangle id per sample (visibility.frag)
 layout(rgba8, binding = 0) writeonly uniform image2D u_out;   // premultiplied display colour
@@ -157,7 +158,10 @@ uvec3 triangle_vertices(uint id) {
 }
 
 // The point of mesh triangle id (global vertex indices vi) seen through the pixel centre (d: the
-// ray's direction; d_x, d_y: the rays one pixel right and up).
+// ray's direction; d_x, d_y: the rays DERIV_STEP pixels right and up). The derivatives per pixel
+// are difference quotients over that small step: the rasteriser's derivatives are those of the
+// plane's attribute interpolation at the pixel, and a whole-pixel difference blows up on steep
+// (nearly edge-on) triangles, where the next pixel's ray meets the plane far away.
 Hit reconstruct(uint id, uvec3 vi, vec3 d, vec3 d_x, vec3 d_y) {
     Hit h;
     h.uv = h.duvdx = h.duvdy = vec2(0.0);
@@ -167,8 +171,8 @@ Hit reconstruct(uint id, uvec3 vi, vec3 d, vec3 d_x, vec3 d_y) {
     vec3 e1 = VEC3_AT(u_vis_positions, vi.y) - a;
     vec3 e2 = VEC3_AT(u_vis_positions, vi.z) - a;
     vec3 w = barycentrics(a, e1, e2, d);
-    vec3 wx = barycentrics(a, e1, e2, d_x) - w;
-    vec3 wy = barycentrics(a, e1, e2, d_y) - w;
+    vec3 wx = (barycentrics(a, e1, e2, d_x) - w) * (1.0 / DERIV_STEP);
+    vec3 wy = (barycentrics(a, e1, e2, d_y) - w) * (1.0 / DERIV_STEP);
     h.p = a + e1 * w.y + e2 * w.z;
     h.dpdx = e1 * wx.y + e2 * wx.z;
     h.dpdy = e1 * wy.y + e2 * wy.z;
@@ -253,7 +257,7 @@ void main() {
     }
 #endif
     if (todo != 0) {
-        vec3 d_x = ray_dir(c + vec2(1.0, 0.0)), d_y = ray_dir(c + vec2(0.0, 1.0));
+        vec3 d_x = ray_dir(c + vec2(DERIV_STEP, 0.0)), d_y = ray_dir(c + vec2(0.0, DERIV_STEP));
         uvec3 tv[SAMPLES];                         // each sample's triangle (global vertex indices)
         for (int s = 0; s < SAMPLES; ++s) {
             bool repeat = s > 0 && ids[s] == ids[s - 1];
