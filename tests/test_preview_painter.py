@@ -36,12 +36,12 @@ def gl():
     ctx.release()
 
 
-def _draw(gl, items, camera, samples=1, shadows=False, per_vertex=True):
+def _draw(gl, items, camera, samples=1, shadows=False, per_vertex=True, gouraud=False):
     ctx, painter = gl
     painter.per_vertex = per_vertex
     with ctx:
         fbo = painter.target((W, H), 0)[0]
-        painter.draw(items, camera, fbo, (W, H), samples=samples, shadows=shadows)
+        painter.draw(items, camera, fbo, (W, H), samples=samples, shadows=shadows, gouraud=gouraud)
         img = np.frombuffer(fbo.read(components=3, alignment=1), np.uint8).reshape(H, W, 3)
     return img.astype(np.float64)   # row 0 = bottom (GL)
 
@@ -130,26 +130,30 @@ def test_closed_outward_detection():
     assert not is_closed_outward(*_grid(4, 1.0)[::1]), "an open sheet (cloth)"
 
 
-def test_plane_matches_the_lighting_model(gl):
-    """A tilted cloth plane (open mesh: lit per pixel) against the model evaluated at every pixel centre.
-    The plane's normal is exact (flat), v_world is interpolated perspective-correctly, so the only
-    differences are 8-bit rounding (0.5 level) and float32 / llvmpipe's pow and normalize approximations:
-    2 levels."""
+@pytest.mark.parametrize("gouraud,side", [(False, 1.0), (False, -1.0), (True, 1.0), (True, -1.0)])
+def test_plane_matches_the_lighting_model(gl, gouraud, side):
+    """A cloth plane (open mesh: two-sided) seen from the front and from the back, against the model evaluated
+    at every pixel centre with the normal on the viewer's side. Per pixel the plane's normal is exact (flat)
+    and v_world is interpolated perspective-correctly, so the only differences are 8-bit rounding (0.5 level)
+    and float32 / llvmpipe's pow and normalize approximations: 2 levels. Per vertex (``gouraud``, the moving
+    view; the side's colour picked per triangle) on a 2 cm grid: the colour is interpolated linearly between
+    vertices; the view direction turns by < 0.015 rad across a cell at 1.6 m, and the colour's second
+    derivative in it is a few levels per rad^2, so interpolation adds far less than a level: 2 levels too."""
     from render.material import Material, MeshItem
 
     ctx, painter = gl
-    v, t = _grid(8, 1.2)
+    v, t = _grid(60 if gouraud else 8, 1.2)
     rot = np.array([[1.0, 0.0, 0.0], [0.0, 0.0, -1.0], [0.0, 1.0, 0.0]])   # the XZ sheet stood up, normal +Z
     v = (v @ rot.T + [0.0, 1.0, 0.0]).astype(np.float32)
     mat = Material.fabric("#6f8fb0")
-    cam = Camera(position=(0.35, 1.25, 1.6), target=(0.0, 1.0, 0.0))
-    img = _draw(gl, [MeshItem(v, t, mat, name="sheet")], cam)
+    cam = Camera(position=(0.35, 1.25, 1.6 * side), target=(0.0, 1.0, 0.0))
+    img = _draw(gl, [MeshItem(v, t, mat, name="sheet")], cam, gouraud=gouraud)
     d = _rays(cam)
     o = np.asarray(cam.position)
     s = (0.0 - o[2]) / d[..., 2]                       # ray hits z = 0
     p = o + s[..., None] * d
     inside = (np.abs(p[..., 0]) < 0.58) & (np.abs(p[..., 1] - 1.0) < 0.58)   # 2 cm inside the 0.6 m half-side
-    n = np.broadcast_to(np.array([0.0, 0.0, 1.0]), p.shape)
+    n = np.broadcast_to(np.array([0.0, 0.0, side]), p.shape)
     ref = _reference(painter, mat, cam, p, n)
     assert inside.sum() > 0.3 * W * H
     err = np.abs(img - ref)[inside]

@@ -512,7 +512,7 @@ class PreviewApp(Commands, WindowInput):
                     self.renderer.programs.get("preview_blit.vert", "preview_blit.frag"), []))
             lfbo, tex, _, vao = self._lowres
             if fast:
-                self.painter.draw(items, cam, lfbo, (lw, lh), samples=1, shadows=True, overlay=overlay)
+                self.painter.draw(items, cam, lfbo, (lw, lh), samples=1, shadows=True, gouraud=True, overlay=overlay)
             else:
                 settings = RenderSettings(width=lw, height=lh, **QUALITY[self.quality])
                 self._render(items, cam, settings, framebuffer=lfbo, overlay=overlay)
@@ -524,7 +524,7 @@ class PreviewApp(Commands, WindowInput):
             vao.render(self.ctx.TRIANGLES, vertices=3)
         elif fast:
             self.painter.draw(items, cam, fbo, (w, h), samples=1 if moving else STILL_SAMPLES, shadows=True,
-                              overlay=overlay)
+                              gouraud=moving, overlay=overlay)
         else:
             settings = RenderSettings(width=w, height=h, **QUALITY[self.quality])
             self._render(items, cam, settings, framebuffer=fbo, overlay=overlay)

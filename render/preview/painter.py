@@ -22,7 +22,10 @@ The shadow is as sharp as the mesh (soft on a 40 mm garment, crisp on the 14k-ve
 Closed meshes (every edge shared by two triangles in opposite directions, positive volume: the avatar) are
 drawn with back faces culled, which halves the triangles the rasteriser sets up; garments stay two-sided.
 Dense closed meshes are lit per vertex (``PER_VERTEX``: the avatar's 14k vertices against ~100k pixels it
-covers); garments per pixel (a 40 mm garment's triangles span dozens of pixels).
+covers); garments per pixel (a 40 mm garment's triangles span dozens of pixels) in a still view, per vertex
+(both sides' colours, picked by the side a triangle shows) while the view moves (``gouraud``): the garment's
+pixels then cost an interpolation, about half of their per-pixel cost on llvmpipe. The two differ by a few
+levels inside large triangles (the interpolated normal is not renormalised, highlights are broad on fabric).
 
 What it keeps between frames (Mesa llvmpipe draws a 1280x720 frame on 2 CPU cores, so nothing is redone
 that did not change):
@@ -246,7 +249,7 @@ class PreviewPainter:
 
     # ------------------------------------------------------------------ frame
     def draw(self, items, camera: Camera, fbo, size: tuple[int, int], *, samples: int = 1, shadows: bool = True,
-             background=BACKGROUND, overlay=None) -> None:
+             gouraud: bool = False, background=BACKGROUND, overlay=None) -> None:
         """Draw ``items`` (MeshItems; hidden materials cast shadows only) seen by ``camera`` into ``fbo``.
 
         Args:
@@ -254,6 +257,8 @@ class PreviewPainter:
                 (drawn straight into it); with ``samples`` > 1 the frame is drawn into a multisampled target and
                 resolved into ``fbo``'s colour.
             shadows: the key light's shadow map (cached: see the module docstring).
+            gouraud: light every mesh per vertex (a moving view: the per-pixel work drops to interpolating a
+                colour); False: only dense closed meshes (the avatar), garments per pixel.
             overlay: ``overlay(ctx, view_proj, camera, near, far)`` runs after the meshes, depth test on, in
                 the same framebuffer (the preview's views), as with :meth:`render.Renderer.render`.
         """
@@ -345,11 +350,12 @@ class PreviewPainter:
             mat = it.material
             if not mat.visible:
                 continue
-            per_vertex = self.per_vertex and gm.closed and gm.vertex_count >= PER_VERTEX_MIN_VERTICES
-            prog = progs.get(per_vertex)
+            per_vertex = gouraud or (self.per_vertex and gm.closed and gm.vertex_count >= PER_VERTEX_MIN_VERTICES)
+            defines = {"PER_VERTEX": per_vertex, "TWO_SIDED": per_vertex and not gm.closed}
+            prog = progs.get(tuple(defines.values()))
             if prog is None:
-                prog = progs[per_vertex] = self.programs.get("preview_shade.vert", "preview_shade.frag",
-                                                             {"PER_VERTEX": per_vertex})
+                prog = progs[tuple(defines.values())] = self.programs.get("preview_shade.vert", "preview_shade.frag",
+                                                                          defines)
                 _set(prog, "u_view_proj", _f32(view_proj))
                 _set(prog, "u_camera_pos", cam_pos)
                 _set(prog, "u_key_dir", L.key_dir)
