@@ -10,6 +10,8 @@ passed. Prints a table and writes JSON (and the table as markdown) to benchmarks
     python benchmarks/drape.py --levels 1 --max-seconds 900      # stop a case after 900 s of stepping
     python benchmarks/drape.py --device cuda:0 --levels 3 2 1 0 --max-seconds 60 --budget-seconds 500 --tag h200
     python benchmarks/drape.py --levels 1 --level-substeps 10 20 40 80   # substeps doubled per level
+    python benchmarks/drape.py --levels 1 2 --refine-from 0 --tag cpu_c2f   # coarse-to-fine from 40 mm
+    python benchmarks/drape.py --levels 1 --refine-from 0 --compare      # fine-only and coarse-to-fine, back to back
 
 A case stops when the scene's checks say it has settled, at its frame cap (``--frames``, default the
 scene's ``frame_cap``) or after ``--max-seconds`` of wall time; a case that stopped before settling is
@@ -20,6 +22,12 @@ interrupted run keeps what it measured. A scene on the MakeHuman body needs the 
 (``clothsim avatar fetch``; ``CLOTHSIM_CACHE`` moves the cache): without it that row records the error.
 
 Levels are the pattern hierarchy's edge lengths: 0 = 40 mm, 1 = 20 mm, 2 = 10 mm, 3 = 5 mm.
+
+``--refine-from R`` drapes coarse-to-fine (``clothsim.scene.Drape(scene, level=L, refine_from=R)``): sewn and
+settled at level R, then each finer level up to L settles in turn (the frame cap applies to each level); the
+row gives frames, stepping time and the switch time per level, and the checks at level L. ``--compare`` runs
+each case fine-only first, then coarse-to-fine, one after the other in the same process (rows ``mode``
+"fine" and "c2f"); ``--max-seconds`` caps each of them.
 The first scene on a cold Warp kernel cache includes compilation (reported as its setup time).
 """
 
@@ -38,7 +46,7 @@ sys.path.insert(0, str(ROOT))
 
 
 def run_one(path: Path, level: int, device: str, frames: int | None, max_seconds: float | None = None,
-            substeps: int | None = None) -> dict:
+            substeps: int | None = None, refine_from: int | None = None) -> dict:
     import clothsim as cs
     from clothsim.scene import Drape
     from clothsim.scene.run import with_overrides
@@ -53,20 +61,13 @@ def run_one(path: Path, level: int, device: str, frames: int | None, max_seconds
                     "vertices": int(d.sim.particle_count), "triangles": int(len(d.sim.triangles)), "device": d.device,
                     "frames": 0, "setup_s": setup_s, "built_only": True}
     scene = with_overrides(cs.load_scene(path), device=device, frames=frames, substeps=substeps)
+    if refine_from is None:  # fine-only, whatever the scene file says
+        scene = scene.replace(simulation=dataclasses.replace(scene.simulation, refine_from=None))
     t0 = time.perf_counter()
-    stop = "frame cap"
-    with Drape(scene, level=level) as d:
+    with Drape(scene, level=level, refine_from=refine_from) as d:
         setup_s = time.perf_counter() - t0
-        t1 = time.perf_counter()
-        while d.frame < d.frame_cap:  # Drape.run's loop, with a wall-time cap
-            d.step()
-            if d.settled():
-                stop = "settled"
-                break
-            if max_seconds is not None and time.perf_counter() - t1 > max_seconds:
-                stop = "time cap"
-                break
-        r = d.measure(timings={"setup": setup_s, "run": time.perf_counter() - t1})
+        r = d.run(max_seconds=max_seconds)  # until settled (each level), the frame cap or the time cap
+    stop = r.stopped_by
     g = r.garments[0] if len(r.garments) == 1 else None
     steps = [h.seconds for h in r.history]
     return {
@@ -74,13 +75,21 @@ def run_one(path: Path, level: int, device: str, frames: int | None, max_seconds
         "vertices": sum(x.vertices for x in r.garments), "triangles": sum(x.triangles for x in r.garments),
         "device": r.device, "frames": r.frames, "frame_cap": scene.simulation.frame_cap,
         "settled": r.settled, "settle_frame": r.settle_frame, "stopped_by": stop, "max_seconds": max_seconds,
-        "time_to_settle_s": sum(steps) if r.settled else None, "sim_s": sum(steps),  # a run stops once settled
+        # stepping time (+ the switches of a coarse-to-fine drape); a run stops once settled
+        "time_to_settle_s": sum(steps) + sum(st["switch_s"] for st in r.levels) if r.settled else None,
+        "sim_s": sum(steps) + sum(st["switch_s"] for st in r.levels),
         "ms_per_frame_median": 1e3 * sorted(steps)[len(steps) // 2] if steps else None,
         "setup_s": setup_s, "measure_s": r.timings_s.get("measure"),
         "worst_penetration_mm": 1e3 * r.worst_penetration_m, "largest_seam_gap_mm": 1e3 * r.largest_seam_gap_m,
         "body_intersections": sum(x.body_intersections for x in r.garments),
         "cloth_intersections": r.cloth_intersections, "kinetic_energy_J_per_kg": r.kinetic_energy,
         "residual": r.residual, "passed": r.passed, "failures": r.failures,
+        "mode": "c2f" if r.levels else "fine", "refine_from": refine_from if r.levels else None,
+        # coarse-to-fine: per level (coarsest first) frames, stepping and switch wall time [s], end state
+        "per_level": [{k: st[k] for k in ("level", "edge_length_m", "vertices", "frames", "settled", "settle_frame",
+                                          "step_s", "switch_s", "residual", "kinetic_energy", "seam_gap_m",
+                                          "switch_max_displacement_m")} for st in r.levels],
+        "switch_s": sum(st["switch_s"] for st in r.levels),
         # per frame (compact): kinetic energy [J/kg], residual [-], largest seam gap [mm], step wall time [s]
         "history": {"kinetic_energy": [float(f"{h.kinetic_energy:.3e}") for h in r.history],
                     "residual": [round(h.residual, 4) for h in r.history],
@@ -97,10 +106,14 @@ def run_one(path: Path, level: int, device: str, frames: int | None, max_seconds
 def table(rows: list[dict]) -> str:
     head = ["scene", "level", "edge mm", "vertices", "frames", "settled", "settle s", "ms/frame",
             "pen. mm", "seam gap mm", "body ∩", "cloth ∩", "passed"]
+    c2f = any(r.get("per_level") for r in rows)
+    if c2f:
+        head.insert(2, "mode")
+        head.insert(8, "per level: frames @ mm (step s; switch s)")
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         if "error" in r:
-            lines.append(f"| {r['scene']} | {r['level']} | | | | | | | | | | | error: {r['error']} |")
+            lines.append(f"| {r['scene']} | {r['level']} |" + " |" * (len(head) - 3) + f" error: {r['error']} |")
             continue
         if r.get("built_only"):
             lines.append(f"| {r['scene']} | {r['level']} | {r['edge_length_mm']:g} | {r['vertices']} | 0 (built only, "
@@ -113,6 +126,10 @@ def table(rows: list[dict]) -> str:
                  f"{r['ms_per_frame_median']:.0f}", f"{r['worst_penetration_mm']:.2f}",
                  f"{r['largest_seam_gap_mm']:.2f}", str(r["body_intersections"]), str(r["cloth_intersections"]),
                  "yes" if r["passed"] else "no"]
+        if c2f:
+            cells.insert(2, r.get("mode", "fine"))
+            cells.insert(8, ", ".join(f"{p['frames']} @{1e3 * p['edge_length_m']:g} ({p['step_s']:.1f}; {p['switch_s']:.1f})"
+                                      for p in r.get("per_level") or []))
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -142,6 +159,11 @@ def main(argv=None) -> int:
                     help="wall-time budget of the whole run [s]: no case starts after it (listed as not run)")
     ap.add_argument("--level-substeps", nargs="*", type=int, default=None, metavar="N",
                     help="substeps per frame for level 0, 1, 2, 3 (default: each scene's substeps at every level)")
+    ap.add_argument("--refine-from", type=int, default=None, metavar="R",
+                    help="coarse-to-fine: sew and settle at level R first, then refine level by level (levels <= R "
+                         "run fine-only)")
+    ap.add_argument("--compare", action="store_true",
+                    help="with --refine-from: run each case fine-only, then coarse-to-fine, back to back")
     ap.add_argument("--tag", default=None, help="results file tag (default: the device)")
     ap.add_argument("--note", default="", help="free text stored in the JSON and markdown (e.g. machine load)")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
@@ -158,7 +180,8 @@ def main(argv=None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     result = {"benchmark": "drape", "device": args.device, "host": platform.node(), "python": platform.python_version(),
               "warp": wp.config.version, "levels": args.levels, "frame_cap": args.frames,
-              "max_seconds": args.max_seconds, "level_substeps": args.level_substeps, "budget_seconds": args.budget_seconds, "note": args.note, "rows": []}
+              "max_seconds": args.max_seconds, "level_substeps": args.level_substeps, "budget_seconds": args.budget_seconds, "note": args.note,
+              "refine_from": args.refine_from, "compare": args.compare, "rows": []}
     rows = result["rows"]
     start = time.perf_counter()
     for lv in args.levels:
@@ -167,15 +190,21 @@ def main(argv=None) -> int:
                 rows.append({"scene": p.stem, "level": lv, "error": f"not run: the {args.budget_seconds:g} s budget was spent"})
                 _write(args.out, tag, result)
                 continue
-            print(f"{p.stem} level {lv} on {args.device} ...", flush=True)
-            try:
-                sub = args.level_substeps[min(lv, len(args.level_substeps) - 1)] if args.level_substeps else None
-                row = run_one(p, lv, args.device, args.frames, args.max_seconds, sub)
-            except Exception as e:  # noqa: BLE001 - one failing case must not stop the rest
-                row = {"scene": p.stem, "level": lv, "error": f"{type(e).__name__}: {e}"}
-            rows.append(row)
-            print("  " + json.dumps({k: v for k, v in row.items() if k not in ("settings", "failures", "history")}), flush=True)
-            _write(args.out, tag, result)  # after every case: an interrupted run keeps its rows
+            rf = args.refine_from if args.refine_from is not None and args.refine_from < lv else None
+            for mode_rf in ([None, rf] if args.compare and rf is not None else [rf]):
+                if mode_rf is not None and args.budget_seconds is not None and time.perf_counter() - start > args.budget_seconds:
+                    rows.append({"scene": p.stem, "level": lv, "error": f"c2f not run: the {args.budget_seconds:g} s budget was spent"})
+                    continue
+                mode = "fine" if mode_rf is None else f"coarse-to-fine from level {mode_rf}"
+                print(f"{p.stem} level {lv} on {args.device} ({mode}) ...", flush=True)
+                try:
+                    sub = args.level_substeps[min(lv, len(args.level_substeps) - 1)] if args.level_substeps else None
+                    row = run_one(p, lv, args.device, args.frames, args.max_seconds, sub, mode_rf)
+                except Exception as e:  # noqa: BLE001 - one failing case must not stop the rest
+                    row = {"scene": p.stem, "level": lv, "error": f"{type(e).__name__}: {e}"}
+                rows.append(row)
+                print("  " + json.dumps({k: v for k, v in row.items() if k not in ("settings", "failures", "history")}), flush=True)
+                _write(args.out, tag, result)  # after every case: an interrupted run keeps its rows
     print(table(rows))
     return 0
 

@@ -21,6 +21,18 @@ A drape is settled when, after ``min_frames``, energy and residual stay under th
 ``settle_frames`` consecutive frames. It passes when it settled within ``frame_cap`` frames, every
 seam gap is under ``checks.seam_gap``, no vertex is deeper than ``checks.penetration`` and there are
 no intersections.
+
+Coarse-to-fine (``refine_from``, or the scene's ``simulation.refine_from``): every garment is sewn and
+settled at the coarser level ``refine_from`` first, then the drape switches one level finer
+(:meth:`clothsim.multires.MultiResSimulator.set_level`: positions and velocities carried by the pattern
+hierarchy's prolongation, sewn pairs put together, vertices projected out of the body, a brief relaxation)
+and settles again, level by level, up to the garments' level. Each level runs until it has settled (the same
+thresholds, held for ``settle_frames`` frames; ``min_frames`` only at the first level) or ``frame_cap``
+frames of that level. Seams are zero-length springs: at a fine level Gauss–Seidel moves whole panels slowly,
+so closing them at a coarse level first is what lets a fine drape close its seams (and quicker). The checks
+are made at the final (fine) level; :attr:`DrapeResult.levels` has frames, time and the end state of each
+level. :meth:`Drape.positions` always returns the final level's vertices (coarser levels mapped through the
+hierarchy), so a frame cache has one topology.
 """
 
 from __future__ import annotations
@@ -104,6 +116,9 @@ class DrapeResult:
     thresholds: dict
     failures: list[str] = field(default_factory=list)
     history: list[FrameStats] = field(default_factory=list)
+    # coarse-to-fine: one LevelStage dict per level visited, coarsest first (empty for a one-level drape)
+    levels: list[dict] = field(default_factory=list)
+    stopped_by: str = ""  # "settled", "frame cap" or "time cap"
 
     @property
     def passed(self) -> bool:
@@ -124,6 +139,25 @@ class DrapeResult:
         d["largest_seam_gap_m"] = self.largest_seam_gap_m
         d["history"] = [dataclasses.asdict(h) for h in self.history]
         return d
+
+
+@dataclass
+class LevelStage:
+    """One level of a coarse-to-fine drape: what it took and where it ended (last frame's measurements)."""
+
+    level: int
+    edge_length_m: float
+    vertices: int
+    first_frame: int  # frame number of the first step at this level
+    frames: int  # frames stepped at this level
+    settled: bool
+    settle_frame: int | None
+    step_s: float  # wall time of the steps at this level
+    switch_s: float  # wall time of the switch into this level (mapping, projection, relaxation; 0 for the first)
+    kinetic_energy: float  # J/kg
+    residual: float
+    seam_gap_m: float
+    switch_max_displacement_m: float = 0.0  # largest move of the switch's projection + relaxation
 
 
 def weld_seams(x: np.ndarray, triangles: np.ndarray, seams: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -171,7 +205,8 @@ class Drape:
     """
 
     def __init__(self, scene: Scene, *, level: int | str | None = None, device: str | None = None,
-                 frame_cap: int | None = None):
+                 frame_cap: int | None = None, refine_from: int | str | None = None,
+                 refine_relax: int | None = None):
         import warp as wp
 
         from ..colliders import Collider
@@ -186,7 +221,19 @@ class Drape:
             raise InputError(f"Drape: frame_cap must be >= 1, got {frame_cap!r}")
         dev = device or sim_spec.device
         self.device = str(wp.get_preferred_device()) if dev == "auto" else dev
+        self.history: list[FrameStats] = []
+        self.stages: list[LevelStage] = []
+        self._stage_start = 0  # index into history where the current level's frames begin
+        self._pose_end = 0
         self.body = sources.build_body(scene)
+        rf = refine_from if refine_from is not None else sim_spec.refine_from
+        self.fine_level = None  # the final level of a coarse-to-fine drape (None: one level)
+        if rf is not None:
+            k = self._refine_target(scene, level, rf)
+            if k is not None:
+                self._init_refine(scene, k[0], k[1], refine_relax)
+                self.setup_s = time.perf_counter() - t0
+                return
         self.garments = [sources.build_garment(scene, g, level, self.body) for g in scene.garments]
         self.cloths = [g.cloth for g in self.garments]
         self.sim = Simulator(self.cloths, device=self.device, dt=sim_spec.dt, substeps=sim_spec.substeps,
@@ -203,9 +250,107 @@ class Drape:
         except BaseException:
             self.sim.release()
             raise
-        self.history: list[FrameStats] = []
         self.setup_s = time.perf_counter() - t0
         self._pose_schedule = sources.pose_schedule(scene, self.body)
+        self._pose_end = scene.pose.blend_frames if self._pose_schedule else 0
+
+    # ------------------------------------------------------------------ coarse-to-fine set-up
+    @staticmethod
+    def _refine_target(scene: Scene, level, refine_from) -> tuple[int, int] | None:
+        """(start level, final level) of a coarse-to-fine drape, or None when they are the same level."""
+        from . import sources
+
+        key = f"{scene.path}: simulation.refine_from"
+        if any(g.pattern is None for g in scene.garments):
+            bad = next(g.name for g in scene.garments if g.pattern is None)
+            raise InputError(f"{key}: coarse-to-fine draping needs sewing-pattern garments (they have a resolution "
+                             f"hierarchy); garment {bad!r} is a mesh file with one level")
+        levels = sources.DEFAULT_LEVELS
+        ks = {sources._level_index(levels, g, level, f"{scene.path}: garments.{g.name}") for g in scene.garments}
+        if len(ks) != 1:
+            raise InputError(f"{key}: coarse-to-fine draping runs every garment at one level, but the garments are "
+                             f"at levels {sorted(ks)}; give them the same level (or pass one level)")
+        k = ks.pop()
+        if refine_from == "coarsest":
+            r = 0
+        elif isinstance(refine_from, (int, np.integer)) and not isinstance(refine_from, bool) and refine_from >= 0:
+            r = int(refine_from)
+        else:
+            raise InputError(f"{key}: expected 'coarsest' or a level index >= 0, got {refine_from!r}")
+        if r > k:
+            raise InputError(f"{key}: level {r} ({1e3 * levels[min(r, len(levels) - 1)]:g} mm) is not coarser than "
+                             f"the garments' level {k} ({1e3 * levels[k]:g} mm); expected an index in [0, {k}]")
+        return None if r == k else (r, k)
+
+    def _init_refine(self, scene: Scene, r: int, k: int, refine_relax: int | None) -> None:
+        """A :class:`clothsim.multires.MultiResSimulator` over the pattern hierarchies, starting at level r."""
+        from ..colliders import Collider
+        from ..garments import load_pattern
+        from ..garments.hierarchy import GarmentHierarchy
+        from ..multires import LevelSet, MultiResSimulator
+        from . import sources
+
+        s = scene.simulation
+        levels = sources.DEFAULT_LEVELS
+        hs = [GarmentHierarchy(load_pattern(g.pattern), levels) for g in scene.garments]
+        self._built: dict[int, list] = {}
+
+        def build(i):
+            bg = [sources.build_garment(scene, spec, i, self.body) for spec in scene.garments]
+            self._built[i] = bg
+            return [b.cloth for b in bg]
+
+        self.levels = LevelSet(build, lambda src, dst, g: hs[g].mapping(src, dst), len(levels), levels, name=scene.name)
+        self.fine_level = k
+        self.start_level = r
+        relax_kw = {} if refine_relax is None else {"relax_substeps": int(refine_relax)}
+        self.sim = MultiResSimulator(self.levels, level=r, device=self.device, dt=s.dt, substeps=s.substeps,
+                                     iterations=s.iterations, ground=s.ground, self_collision=s.self_collision,
+                                     contact_stiffness=s.contact_stiffness, contact_damping=s.contact_damping,
+                                     drag=s.drag, air_damping=s.air_damping, initial_guess="adaptive", **relax_kw)
+        try:
+            self.levels.cloths(k)  # the final level's garments (what is exported and checked), built up front
+            self.garments = self._built[k]
+            self.cloths = [g.cloth for g in self.garments]
+            self.offsets = np.concatenate([[0], np.cumsum([c.vertex_count for c in self.cloths])]).astype(np.int64)
+            self.collider = Collider.mesh(self.body.collider_vertices, self.body.triangles, name="avatar")
+            self.collider_handle = self.sim.add_collider(self.collider)
+            self._pose_schedule = sources.pose_schedule(scene, self.body)
+            self._pose_end = scene.pose.blend_frames if self._pose_schedule else 0
+            self._new_stage(0.0, 0.0)
+        except BaseException:
+            self.sim.release()
+            raise
+
+    def _new_stage(self, switch_s: float, displacement: float) -> None:
+        lv = self.sim.level
+        off = self.sim.cloth_offsets
+        self.meter = FrameMeter(self.sim.simulator.model, [g.cloth.seams + off[i] for i, g in enumerate(self._built[lv])],
+                                self.sim.velocities())
+        self._stage_start = len(self.history)
+        self.stages.append(LevelStage(level=lv, edge_length_m=float(self.levels.edge_lengths[lv]),
+                                      vertices=int(self.sim.particle_count), first_frame=self.sim.frame + 1, frames=0,
+                                      settled=False, settle_frame=None, step_s=0.0, switch_s=switch_s,
+                                      kinetic_energy=math.nan, residual=math.nan, seam_gap_m=math.nan,
+                                      switch_max_displacement_m=displacement))
+
+    @property
+    def level(self) -> int | None:
+        """The level being simulated (coarse-to-fine: changes during :meth:`run`); None for a mesh garment."""
+        return self.sim.level if self.fine_level is not None else (self.garments[0].level if self.garments else None)
+
+    def refine(self) -> LevelStage:
+        """Coarse-to-fine: switch one level finer (state carried over, see the module docstring); returns the
+        new level's :class:`LevelStage`."""
+        if self.fine_level is None or self.sim.level >= self.fine_level:
+            raise InputError("Drape.refine: this drape is not coarse-to-fine or is already at its final level")
+        st = self.stages[-1]
+        st.settled = self.settled()
+        st.settle_frame = self.history[-self.scene.simulation.checks.settle_frames].frame if st.settled else None
+        t = time.perf_counter()
+        rep = self.sim.set_level(self.sim.level + 1)
+        self._new_stage(time.perf_counter() - t, rep.max_displacement_m)
+        return self.stages[-1]
 
     # ------------------------------------------------------------------ stepping
     @property
@@ -213,12 +358,23 @@ class Drape:
         return self.sim.frame
 
     def positions(self) -> np.ndarray:
-        """All garments' vertex positions (N, 3) float32 [m] (garment i: ``offsets[i]:offsets[i+1]``)."""
-        return self.sim.positions()
+        """All garments' vertex positions (N, 3) float32 [m] (garment i: ``offsets[i]:offsets[i+1]``).
+        Coarse-to-fine: always the final level's vertices (from a coarser level through the hierarchy's
+        prolongation, a fine vertex at the barycentric combination of its coarse triangle's corners)."""
+        x = self.sim.positions()
+        if self.fine_level is not None and self.sim.level != self.fine_level:
+            x = self.levels.map(x, self.sim.level, self.fine_level).astype(np.float32)
+        return x
 
     def garment_positions(self, i: int) -> np.ndarray:
-        x = self.sim.positions()
+        x = self.positions()
         return x[self.offsets[i]:self.offsets[i + 1]]
+
+    def _triangles(self) -> np.ndarray:
+        """All garments' triangles in :meth:`positions` indices."""
+        if self.fine_level is None:
+            return self.sim.triangles
+        return np.concatenate([g.cloth.triangles + self.offsets[i] for i, g in enumerate(self.garments)])
 
     def step(self) -> FrameStats:
         """Advance one frame (moving the avatar along the pose schedule) and measure it."""
@@ -230,41 +386,71 @@ class Drape:
         seconds = time.perf_counter() - t
         st = self.meter.measure(self.sim.frame, self.sim.positions(), self.sim.velocities(), self.sim.dt, seconds)
         self.history.append(st)
+        if self.stages:
+            g = self.stages[-1]
+            g.frames += 1
+            g.step_s += seconds
+            g.kinetic_energy, g.residual, g.seam_gap_m = st.kinetic_energy, st.residual, st.seam_gap
         return st
 
+    @property
+    def level_frames(self) -> int:
+        """Frames stepped at the current level (coarse-to-fine), else all frames."""
+        return len(self.history) - self._stage_start
+
     def settled(self) -> bool:
+        """The current level has settled: after ``min_frames`` (first level) and the pose blend, kinetic energy
+        and residual under the scene's thresholds for the last ``settle_frames`` frames of this level."""
         c = self.scene.simulation.checks
-        h = self.history
-        pose_end = self.scene.pose.blend_frames if self._pose_schedule else 0
-        if self.sim.frame < max(self.scene.simulation.min_frames, pose_end) or len(h) < c.settle_frames:
+        h = self.history[self._stage_start:]
+        first = not self.stages or len(self.stages) == 1
+        if self.sim.frame < max(self.scene.simulation.min_frames if first else 0, self._pose_end) or len(h) < c.settle_frames:
             return False
         return all(s.kinetic_energy <= c.kinetic_energy and s.residual <= c.residual for s in h[-c.settle_frames:])
 
     def run(self, *, progress: bool = False, on_frame: Callable[[FrameStats, "Drape"], None] | None = None,
-            desc: str | None = None) -> "DrapeResult":
+            desc: str | None = None, max_seconds: float | None = None) -> "DrapeResult":
         """Step until settled (see module docstring) or the frame cap, then measure. ``on_frame`` is
-        called after every frame (e.g. to fill a frame cache)."""
+        called after every frame (e.g. to fill a frame cache). Coarse-to-fine: each level until it has
+        settled or ``frame_cap`` frames of that level, then the next finer one. ``max_seconds``: stop
+        stepping after this much wall time [s] (reported as not settled, ``stopped_by = "time cap"``)."""
         from tqdm import tqdm
 
         t0 = time.perf_counter()
-        bar = tqdm(total=self.frame_cap, desc=desc or f"drape {self.scene.name} on {self.device}", unit="frame",
-                   disable=not progress, dynamic_ncols=True)
+        n_levels = 1 if self.fine_level is None else self.fine_level - self.start_level + 1
+        bar = tqdm(total=self.frame_cap * n_levels, desc=desc or f"drape {self.scene.name} on {self.device}",
+                   unit="frame", disable=not progress, dynamic_ncols=True)
         if progress:
             bar.set_postfix_str("first frame: compiling Warp kernels unless cached", refresh=True)
+        stop = "frame cap"
         try:
-            while self.sim.frame < self.frame_cap:
-                st = self.step()
-                if on_frame is not None:
-                    on_frame(st, self)
-                bar.update(1)
-                bar.set_postfix_str(f"KE {st.kinetic_energy:.1e} J/kg, residual {st.residual:.2f}, "
-                                    f"seam gap {1e3 * st.seam_gap:.1f} mm", refresh=False)
-                if self.settled():
+            while True:
+                while self.level_frames < self.frame_cap:
+                    st = self.step()
+                    if on_frame is not None:
+                        on_frame(st, self)
+                    bar.update(1)
+                    lv = f"level {self.sim.level}, " if self.fine_level is not None else ""
+                    bar.set_postfix_str(f"{lv}KE {st.kinetic_energy:.1e} J/kg, residual {st.residual:.2f}, "
+                                        f"seam gap {1e3 * st.seam_gap:.1f} mm", refresh=False)
+                    if self.settled():
+                        stop = "settled"
+                        break
+                    if max_seconds is not None and time.perf_counter() - t0 > max_seconds:
+                        stop = "time cap"
+                        break
+                if stop == "time cap" or self.fine_level is None or self.sim.level >= self.fine_level:
                     break
+                if stop != "settled":  # a coarse level that did not settle within its cap still hands on
+                    bar.update(self.frame_cap - self.level_frames)
+                stop = "frame cap"
+                self.refine()
         finally:
             bar.close()
         run_s = time.perf_counter() - t0
-        return self.measure(timings={"setup": self.setup_s, "run": run_s})
+        r = self.measure(timings={"setup": self.setup_s, "run": run_s})
+        r.stopped_by = stop
+        return r
 
     # ------------------------------------------------------------------ checks
     def measure(self, timings: dict | None = None) -> DrapeResult:
@@ -273,7 +459,7 @@ class Drape:
 
         t0 = time.perf_counter()
         c = self.scene.simulation.checks
-        x = self.sim.positions()
+        x = self.positions()
         body_v = self.body.current_vertices
         body_t = self.body.triangles
         reports = []
@@ -290,16 +476,27 @@ class Drape:
                 seam_pairs=len(s),
                 body_intersections=count_mesh_intersections(xi, tri, body_v, body_t, device="cpu"),
                 self_intersections=count_self_intersections(xw, tw, device="cpu")))
-        all_seams = np.concatenate(self.meter.seams) if self.meter.seams else np.zeros((0, 2), np.int64)
-        xw, tw = weld_seams(x, self.sim.triangles, all_seams)
+        all_seams = np.concatenate([g.cloth.seams + self.offsets[i] for i, g in enumerate(self.garments)]) \
+            if self.garments else np.zeros((0, 2), np.int64)
+        xw, tw = weld_seams(x, self._triangles(), all_seams)
         cloth_int = count_self_intersections(xw, tw, device="cpu")
         h = self.history
-        settled = self.settled()
+        at_final = self.fine_level is None or self.sim.level == self.fine_level
+        settled = self.settled() and at_final
         settle_frame = (h[-c.settle_frames].frame if settled else None)
+        stages = []
+        if self.stages:
+            self.stages[-1].settled = self.settled()
+            self.stages[-1].settle_frame = h[-c.settle_frames].frame if self.stages[-1].settled else None
+            stages = [dataclasses.asdict(g) for g in self.stages]
         failures = []
+        if not at_final:
+            failures.append(f"stopped at level {self.sim.level} before the final level {self.fine_level} (the checks "
+                            f"below are on the coarser drape mapped to level {self.fine_level})")
         if not settled:
             last = h[-1] if h else None
-            failures.append(f"did not settle within {self.frame_cap} frames (last frame: kinetic energy "
+            per = " of the final level" if self.fine_level is not None else ""
+            failures.append(f"did not settle within {self.frame_cap} frames{per} (last frame: kinetic energy "
                             f"{last.kinetic_energy:.2e} J/kg vs {c.kinetic_energy:.1e}, residual {last.residual:.3f} "
                             f"vs {c.residual})" if last else "no frame was simulated")
         for r in reports:
@@ -318,7 +515,7 @@ class Drape:
             scene=self.scene.name, device=self.device, frames=self.sim.frame, settled=settled,
             settle_frame=settle_frame, kinetic_energy=h[-1].kinetic_energy if h else math.nan,
             residual=h[-1].residual if h else math.nan, cloth_intersections=cloth_int, garments=reports,
-            timings_s=timings, thresholds=dataclasses.asdict(c), failures=failures, history=list(h))
+            timings_s=timings, thresholds=dataclasses.asdict(c), failures=failures, history=list(h), levels=stages)
 
     # ------------------------------------------------------------------ lifetime
     def release(self) -> None:

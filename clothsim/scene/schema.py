@@ -125,7 +125,10 @@ class CheckSpec:
 class SimulationSpec:
     """Solver settings. ``dt`` [s] is one frame; ``frame_cap`` the most frames a drape may take;
     ``min_frames`` frames always run before settling is checked; ``skin_thickness`` [m] is the avatar
-    collider's offset; ``ground`` [m] a ground height or None."""
+    collider's offset; ``ground`` [m] a ground height or None. ``refine_from``: a coarser level index
+    (0 = coarsest) to sew and settle at first, then refine level by level up to the garments' level
+    (coarse-to-fine draping, :class:`clothsim.scene.Drape`), or None to drape at the garments' level from
+    the start; ``frame_cap`` then applies to each level."""
 
     device: str = "auto"
     dt: float = 1.0 / 60.0
@@ -141,6 +144,7 @@ class SimulationSpec:
     drag: float = 0.0
     air_damping: float = 0.0
     checks: CheckSpec = field(default_factory=CheckSpec)
+    refine_from: int | None = None
 
 
 @dataclass(frozen=True)
@@ -216,7 +220,7 @@ FORMAT_KEYS: dict[str, tuple[str, ...]] = {
     "pose": ("joints", "blend_frames"),
     "simulation": ("device", "dt", "substeps", "iterations", "frame_cap", "min_frames", "self_collision",
                    "skin_thickness", "ground", "contact_stiffness", "contact_damping", "drag", "air_damping",
-                   "checks"),
+                   "checks", "refine_from"),
     "simulation.checks": ("kinetic_energy", "residual", "seam_gap", "penetration", "settle_frames"),
     "cameras": ("name", "view", "position", "target", "focal_length_mm", "sensor_width_mm"),
     "lights": ("kind", "name", "intensity", "color", "direction", "position", "inner_cone_deg", "outer_cone_deg",
@@ -533,6 +537,16 @@ def _read_simulation(t: _Table | None) -> SimulationSpec:
     min_frames = t.integer("min_frames", min(d.min_frames, frame_cap), lo=0, hi=MAX_FRAMES)
     if min_frames > frame_cap:
         raise t.error("min_frames", f"expected at most frame_cap = {frame_cap}, got {min_frames}")
+    refine_from = None
+    if t.has("refine_from"):
+        rf = t.raw("refine_from")
+        if rf == "coarsest":
+            refine_from = 0
+        elif isinstance(rf, str):
+            raise t.error("refine_from", f"expected 'coarsest', false or a level index (0 = coarsest) coarser than "
+                                         f"the garments' level, got {_short(rf)}")
+        elif rf is not False:
+            refine_from = t.integer("refine_from", lo=0, hi=16)
     return SimulationSpec(
         device=device,
         dt=t.number("dt", d.dt, lo=0.0, lo_open=True, hi=1.0, unit="s"),
@@ -548,6 +562,7 @@ def _read_simulation(t: _Table | None) -> SimulationSpec:
         drag=t.number("drag", d.drag, lo=0.0, hi=1.0e3, unit="N*s/m^3"),
         air_damping=t.number("air_damping", d.air_damping, lo=0.0, hi=1.0e3, unit="1/s"),
         checks=_read_checks(t.table("checks", FORMAT_KEYS["simulation.checks"])),
+        refine_from=refine_from,
     )
 
 

@@ -1,0 +1,120 @@
+"""Coarse-to-fine draping (``Drape(scene, level=k, refine_from=r)`` / the scene's ``simulation.refine_from``):
+sew and settle at a coarse level, refine level by level, check at the fine level.
+
+The drape test runs the shipped straight skirt on the default mannequin at 40 mm, then 20 mm, on the CPU
+(~45 s of CPU time on the 2-core machine). Its checks are the scene's own [simulation.checks] (scenes/README.md):
+settled (kinetic energy <= 1e-4 J/kg and residual <= 0.05 for 5 consecutive frames), largest seam gap
+<= 5 mm, no vertex deeper than 2 mm inside the body, zero cloth-body and cloth-cloth intersections: the
+same numbers a one-level drape must meet.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import clothsim as cs
+from clothsim.scene import Drape, load_scene, parse_scene
+from clothsim.scene.run import with_overrides
+
+ROOT = Path(__file__).resolve().parents[1]
+SKIRT = ROOT / "scenes" / "straight_skirt.toml"
+
+
+def _with_refine(scene, refine_from):
+    return scene.replace(simulation=dataclasses.replace(scene.simulation, refine_from=refine_from))
+
+
+# ---------------------------------------------------------------------------------------------- scene key
+def _scene_text(extra: str) -> str:
+    text = SKIRT.read_text(encoding="utf-8")
+    return text.replace("[simulation]\n", "[simulation]\n" + extra + "\n", 1)
+
+
+@pytest.mark.parametrize("value, expected", [("0", 0), ('"coarsest"', 0), ("1", 1), ("false", None)])
+def test_refine_from_key_parses(tmp_path, value, expected):
+    p = tmp_path / "s.toml"
+    p.write_text(_scene_text(f"refine_from = {value}").replace("../assets", str(ROOT / "assets")), encoding="utf-8")
+    assert parse_scene(p).simulation.refine_from == expected
+    assert load_scene(SKIRT).simulation.refine_from is None  # absent: one-level drape (the shipped scenes)
+
+
+@pytest.mark.parametrize("value, match", [('"finest"', "expected 'coarsest', false or a level index"),
+                                          ("-1", r"expected an integer in \[0, 16\]"),
+                                          ("1.5", "expected an integer")])
+def test_bad_refine_from_names_the_key(tmp_path, value, match):
+    p = tmp_path / "s.toml"
+    p.write_text(_scene_text(f"refine_from = {value}").replace("../assets", str(ROOT / "assets")), encoding="utf-8")
+    with pytest.raises(cs.InputError, match="simulation.refine_from") as e:
+        parse_scene(p)
+    assert e.match(match)
+
+
+def test_refine_from_must_be_coarser_than_the_level():
+    scene = with_overrides(load_scene(SKIRT), device="cpu")
+    with pytest.raises(cs.InputError, match=r"simulation.refine_from: level 2 .* is not coarser than the garments' level 1"):
+        Drape(scene, level=1, refine_from=2)
+    with pytest.raises(cs.InputError, match="refine_from: expected 'coarsest' or a level index"):
+        Drape(scene, level=1, refine_from="fine")
+
+
+def test_scene_key_selects_coarse_to_fine_and_same_level_is_one_level():
+    scene = with_overrides(_with_refine(load_scene(SKIRT), 0), device="cpu")
+    with Drape(scene, level=1) as d:  # the scene's refine_from = 0: starts at level 0, ends at level 1
+        assert (d.sim.level, d.fine_level, d.level) == (0, 1, 0)
+        fine_n = sum(g.cloth.vertex_count for g in d.garments)
+        assert d.positions().shape == (fine_n, 3)  # the fine level's vertices, mapped from level 0
+        assert d.sim.particle_count < fine_n
+    with Drape(scene, level=0) as d:  # refine_from equal to the level: an ordinary one-level drape
+        assert d.fine_level is None and d.level == 0
+
+
+# ---------------------------------------------------------------------------------------------- drape
+@pytest.fixture(scope="module")
+def refined(pytestconfig):
+    scene = with_overrides(load_scene(SKIRT), device=pytestconfig.getoption("--sim-device"))
+    sizes, levels_seen = set(), []
+    with Drape(scene, level=1, refine_from=0) as d:
+        fine_n = int(d.offsets[-1])
+
+        def on_frame(st, dr):
+            sizes.add(dr.positions().shape)
+            levels_seen.append(dr.sim.level)
+
+        r = d.run(on_frame=on_frame)
+        x = d.positions()
+    return r, sizes, levels_seen, fine_n, x
+
+
+def test_coarse_to_fine_drape_passes_at_the_fine_level(refined):
+    r, sizes, levels_seen, fine_n, x = refined
+    for st in r.levels:
+        print(f"\nlevel {st['level']} ({1e3 * st['edge_length_m']:g} mm, {st['vertices']} vertices): {st['frames']} "
+              f"frames, settled {st['settled']} at {st['settle_frame']}, {st['step_s']:.1f} s stepping, switch "
+              f"{st['switch_s']:.2f} s (max move {1e3 * st['switch_max_displacement_m']:.1f} mm), residual "
+              f"{st['residual']:.3f}, seam gap {1e3 * st['seam_gap_m']:.2f} mm")
+    print(f"final: {r.failures or 'passed'}; pen {1e3 * r.worst_penetration_m:.2f} mm, gap {1e3 * r.largest_seam_gap_m:.2f} mm")
+    assert [s["level"] for s in r.levels] == [0, 1]
+    assert [s["vertices"] for s in r.levels] == [470, 1750]  # the 40 and 20 mm straight skirt
+    assert sum(s["frames"] for s in r.levels) == r.frames == len(r.history)
+    assert levels_seen == [0] * r.levels[0]["frames"] + [1] * r.levels[1]["frames"]
+    assert all(s["settled"] for s in r.levels), r.failures
+    # the fine level is entered once the coarse one settled; it then needs at least settle_frames frames
+    assert r.levels[1]["frames"] >= r.thresholds["settle_frames"]
+    assert r.settled and r.stopped_by == "settled" and r.passed, r.failures
+    assert r.largest_seam_gap_m <= r.thresholds["seam_gap"]
+    assert r.worst_penetration_m <= r.thresholds["penetration"]
+    assert r.cloth_intersections == 0 and all(g.body_intersections == 0 for g in r.garments)
+    assert r.residual <= r.thresholds["residual"] and r.kinetic_energy <= r.thresholds["kinetic_energy"]
+    assert all(g.level == 1 and g.vertices == 1750 for g in r.garments)
+    # every frame (coarse ones mapped through the hierarchy) has the fine topology: one frame cache
+    assert sizes == {(fine_n, 3)} and np.isfinite(x).all()
+    # no visible jump at the switch: projection + relaxation move a vertex off T·x_coarse by at most the chord
+    # sagitta κh²/8 (h = 40 mm, κ <= 1/(5 cm) on the mannequin: 4 mm) plus the skin offset (3 mm) plus the
+    # relaxation's local smoothing; bound: a quarter of a coarse edge (10 mm)
+    assert r.levels[1]["switch_max_displacement_m"] < 0.25 * 0.04
+    d = r.to_dict()
+    assert d["levels"][1]["level"] == 1 and d["stopped_by"] == "settled"
