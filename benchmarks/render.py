@@ -15,7 +15,9 @@ with the maps redrawn every frame, as pyrender does), "forward", "deferred" and 
 shading mode, maps redrawn), "visibility_static" (visibility, maps reused) and "upload" (new
 positions every frame: upload + CPU normals + maps redrawn, the catalog/turntable case of a moving
 drape); on CUDA with --warp also "warp" and "warp_visibility" (positions copied from a Warp CUDA
-array through GL interop; auto / visibility shading). ``--cases`` times a subset. ``--baseline-root DIR`` adds
+array through GL interop; auto / visibility shading) and "visibility_finish_maps" /
+"visibility_finish_main" (visibility, maps redrawn, glFinish after the map passes / the id pass: a
+stall diagnostic). ``--cases`` times a subset. ``--baseline-root DIR`` adds
 "baseline": the renderer of another checkout (e.g. ``git worktree add /tmp/base <commit>``), run in
 a worker process with its own GL context, timed by the worker, so before/after sit in one run.
 Cases are interleaved frame by frame, their order rotating every round (a shared machine's load
@@ -120,6 +122,20 @@ def ours_cases(r, verts, tris, camera, w, h, warp_device=None, breakdown=False) 
             wp.synchronize_device(warp_device)
 
         cases["warp_visibility"] = warp_visibility_frame
+
+        def finishing(passes, settings):
+            def frame():
+                r.finish_after = set(passes)
+                try:
+                    r.render([item], camera, settings)
+                finally:
+                    r.finish_after = set()
+            return frame
+
+        # diagnostics of the stall of visibility frames that redraw their maps (H200, session 6):
+        # the same frame waiting for the GL after the map passes / after the id pass
+        cases["visibility_finish_maps"] = finishing(("shadow", "contact"), ss["visibility"])
+        cases["visibility_finish_main"] = finishing(("main",), ss["visibility"])
     if breakdown:
         # where the time goes: the colour pass alone (no shadow/contact maps, no floor), then
         # with the key shadow map but no floor/contact map

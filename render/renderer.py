@@ -105,6 +105,9 @@ class Renderer:
         #: True: every pass ends with glFinish and its wall time [s] goes to ``stats`` (setup,
         #: shadow, contact, main, ground, resolve, readback). Serialises CPU and GL: profiling only.
         self.profile = False
+        #: pass names (as in ``stats``) after which the frame waits for the GL (glFinish) without
+        #: profiling: a diagnostic for driver stalls between passes (benchmarks/render.py)
+        self.finish_after: set[str] = set()
         #: how the last frame was made: {"shading": "forward"|"deferred"|"visibility", "shadow_map"/"contact_map":
         #: "drawn"|"reused"|"none"}
         self.frame_info: dict[str, str] = {}
@@ -367,6 +370,8 @@ class Renderer:
             self.stats = {}
 
         def mark(name: str) -> None:
+            if name in self.finish_after and not self.profile:
+                ctx.finish()
             if self.profile:
                 ctx.finish()
                 t = time.perf_counter()
