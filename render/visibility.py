@@ -3,9 +3,9 @@
 The main raster pass writes one 32-bit id per MSAA sample (``shaders/visibility.frag``): the
 object in bits 24-31 (mesh slot + 1; :data:`GROUND_OBJECT` the floor; 0 nothing drawn) and the
 triangle's index in its draw call in bits 0-23. ``shaders/visibility.comp`` then fetches each
-distinct triangle's vertices from storage buffers and shades it. This module holds the pure parts
-(limits, defines, uniform arrays) and :class:`VisibilityGeometry`, the storage buffers of a
-multi-mesh frame. No GL objects are created outside a Renderer's context.
+distinct triangle's vertices from vertex textures and shades it. This module holds the pure parts
+(limits, defines, uniform arrays) and :class:`VisibilityGeometry`, the vertex textures of a frame.
+No GL objects are created outside a Renderer's context.
 """
 
 from __future__ import annotations

@@ -1,18 +1,19 @@
 #version 450 core
 // Visibility-buffer shading (Burns & Hunt 2013, "The Visibility Buffer"): one invocation per pixel
-// reads the pixel's SAMPLES triangle ids (visibility.frag), and for each distinct id fetches the
-// triangle's vertices from the mesh buffers, intersects the camera ray through the pixel centre with
-// it (barycentrics, and ray differentials one pixel right and up for texture filtering and the
-// normal map's tangent frame), interpolates position, normal and uv, and shades with the forward
-// pass's code (shade_surface_vis, ground_colour_vis). Each sample gets its surface's tone-mapped,
-// sRGB-encoded colour; their average (coverage-weighted: the MSAA resolve) goes to u_out.
-// The forward pass also shades at the pixel centre, extrapolating the triangle's plane, so an
-// unmerged frame matches it up to float rounding and the 8-bit quantisation of its resolve.
-// MERGE: samples of distinct triangles of one smooth surface (same mesh, triangles sharing a
-// vertex) share one shading, as deferred.frag merges samples of one surface.
-// Defines: SAMPLES, SLOTS (meshes), TEX_WIDTH, UV_MASK, BASE_TEX_MASK, NORMAL_MAP_MASK, MR_TEX_MASK (bit k:
-// slot k has uvs / that texture; textured slots are 0..5; texture units 8-13, 14-19, 20-25), MERGE, and the lighting ones
-// (LIGHT_COUNT, SHADOWS, KEY_SHADOW, HAS_GROUND, TRANSPARENT, TONEMAP), EXPLICIT_LOD.
+// reads the pixel's SAMPLES triangle ids (visibility.frag); for each distinct id it fetches the
+// triangle's vertices (vertex textures, render.visibility.VisibilityGeometry), intersects the
+// camera ray through the pixel centre with its plane (barycentrics, and ray differentials for
+// texture filtering and the normal map's tangent frame), interpolates position, normal and uv, and
+// shades with the forward pass's code (shade_surface, ground_colour). Each sample gets its
+// surface's tone-mapped, sRGB-encoded colour; their average (coverage-weighted: the MSAA resolve)
+// goes to u_out. The forward pass also shades at the pixel centre, extrapolating the triangle's
+// plane, so an unmerged frame matches it up to float rounding and its resolve's 8-bit rounding.
+// The floor's samples (one id) are shaded once.
+// MERGE: samples of distinct triangles of one mesh that share a vertex share one shading.
+// Defines: SAMPLES, SLOTS (meshes), TEX_WIDTH, UV_MASK, BASE_TEX_MASK, NORMAL_MAP_MASK,
+// MR_TEX_MASK (bit k: slot k has uvs / that texture; textured slots are 0..5, their textures on
+// units 8-13, 14-19, 20-25; the vertex textures on 26-29), MERGE, EXPLICIT_LOD and the lighting
+// ones (LIGHT_COUNT, SHADOWS, KEY_SHADOW, HAS_GROUND, TRANSPARENT, TONEMAP).
 
 layout(local_size_x = 8, local_size_y = 8) in;
 
