@@ -587,6 +587,10 @@ def warp_sum_block(f: wp.vec3, H: wp.mat33):
     return fs, Hs
 
 
+# collider feature planes are checked for crossing (collider_pair_crossings) only when the vertex's trial
+# step is longer than this fraction of the contact thickness r: a shorter step crosses a plane by less
+CROSS_MIN_FRACTION = 0.1
+
 # threads per vertex in the CUDA kernels: a half warp (the shuffle width above); the variant with
 # contact pairs may use a whole warp (WARP_LANES), whose lanes share a vertex's contact pairs
 LANES = 16
@@ -733,8 +737,13 @@ def _make_vbd_solve_kernel(tiled: bool, pair_contacts: bool = True, whole_warp: 
                                           contact_stiffness, mu, friction_eps, kd, c_point, c_normal, c_vel, c_active,
                                           slots)
                     Ht = Hl + He
+                    dx = wp.vec3(0.0)
                     if wp.abs(wp.determinant(Ht)) > 1.0e-20:
-                        fa, Ha = collider_pair_crossings(i, lane, lanes, wp.inverse(Ht) * (fl + fe), x, x_prev, tri,
+                        dx = wp.inverse(Ht) * (fl + fe)
+                    # a plane crossed by less than CROSS_MIN_FRACTION of the thickness is left to the next
+                    # iteration (the walk over the pairs again costs as much as the first one)
+                    if wp.length(dx) > CROSS_MIN_FRACTION * r:
+                        fa, Ha = collider_pair_crossings(i, lane, lanes, dx, x, x_prev, tri,
                                                          v_tri_offsets, v_tri, edges, v_edge_offsets, v_edge, r,
                                                          contact_stiffness, h, kd, cpts, cvel, cvn, cedges, cen, kce,
                                                          ce_count, ce_edge, kct, ct_count, ct_vertex)
