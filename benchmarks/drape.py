@@ -63,10 +63,12 @@ def run_one(path: Path, level: int, device: str, frames: int | None, max_seconds
     scene = with_overrides(cs.load_scene(path), device=device, frames=frames, substeps=substeps)
     if refine_from is None:  # fine-only, whatever the scene file says
         scene = scene.replace(simulation=dataclasses.replace(scene.simulation, refine_from=None))
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     with Drape(scene, level=level, refine_from=refine_from) as d:
         setup_s = time.perf_counter() - t0
         r = d.run(max_seconds=max_seconds)  # until settled (each level), the frame cap or the time cap
+        # process CPU time of set-up + stepping + switches (the end checks' wall time taken off)
+        cpu_s = time.process_time() - c0 - r.timings_s.get("measure", 0.0)
     stop = r.stopped_by
     g = r.garments[0] if len(r.garments) == 1 else None
     steps = [h.seconds for h in r.history]
@@ -80,6 +82,9 @@ def run_one(path: Path, level: int, device: str, frames: int | None, max_seconds
         "sim_s": sum(steps) + sum(st["switch_s"] for st in r.levels),
         "ms_per_frame_median": 1e3 * sorted(steps)[len(steps) // 2] if steps else None,
         "setup_s": setup_s, "measure_s": r.timings_s.get("measure"),
+        # what a user waits for: set-up (body, garments, the start level's model) + stepping + switches (each
+        # switch builds the next level's model, which fine-only does in its set-up), wall and process CPU [s]
+        "total_s": setup_s + sum(steps) + sum(st["switch_s"] for st in r.levels), "cpu_s": cpu_s,
         "worst_penetration_mm": 1e3 * r.worst_penetration_m, "largest_seam_gap_mm": 1e3 * r.largest_seam_gap_m,
         "body_intersections": sum(x.body_intersections for x in r.garments),
         "cloth_intersections": r.cloth_intersections, "kinetic_energy_J_per_kg": r.kinetic_energy,
@@ -134,11 +139,61 @@ def table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def speedups(rows: list[dict]) -> list[dict]:
+    """--compare: per (scene, level), fine-only vs coarse-to-fine over the repeats (pairs in run order):
+    median total wall and CPU time (set-up + stepping + switches), their ratios (fine / c2f), frames and checks."""
+    out = []
+    keys = sorted({(r["scene"], r["level"]) for r in rows if "mode" in r}, key=lambda k: (k[1], k[0]))
+    for key in keys:
+        f = [r for r in rows if (r.get("scene"), r.get("level")) == key and r.get("mode") == "fine"]
+        c = [r for r in rows if (r.get("scene"), r.get("level")) == key and r.get("mode") == "c2f"]
+        n = min(len(f), len(c))
+        if not n:
+            continue
+        med = lambda v: float(sorted(v)[len(v) // 2])  # noqa: E731 - upper median
+        out.append({
+            "scene": key[0], "level": key[1], "pairs": n,
+            "fine_total_s": med([r["total_s"] for r in f]), "c2f_total_s": med([r["total_s"] for r in c]),
+            "fine_cpu_s": med([r["cpu_s"] for r in f]), "c2f_cpu_s": med([r["cpu_s"] for r in c]),
+            "speedup_wall": med([a["total_s"] / b["total_s"] for a, b in zip(f, c)]),
+            "speedup_cpu": med([a["cpu_s"] / b["cpu_s"] for a, b in zip(f, c)]),
+            "fine_frames": [r["frames"] for r in f], "c2f_frames": [[p["frames"] for p in r["per_level"]] for r in c],
+            "fine_passed": [r["passed"] for r in f], "c2f_passed": [r["passed"] for r in c],
+            "equal_quality": all(r["passed"] for r in f + c),
+            "fine_worst": {"residual": max(r["residual"] for r in f), "pen_mm": max(r["worst_penetration_mm"] for r in f),
+                           "gap_mm": max(r["largest_seam_gap_mm"] for r in f)},
+            "c2f_worst": {"residual": max(r["residual"] for r in c), "pen_mm": max(r["worst_penetration_mm"] for r in c),
+                          "gap_mm": max(r["largest_seam_gap_mm"] for r in c)}})
+    return out
+
+
+def speedup_table(sp: list[dict]) -> str:
+    head = ["scene", "level", "pairs", "fine-only frames", "c2f frames per level", "fine s (CPU s)", "c2f s (CPU s)",
+            "speed-up wall", "speed-up CPU", "passed fine / c2f", "worst residual, pen. mm, gap mm fine | c2f"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for s in sp:
+        fw, cw = s["fine_worst"], s["c2f_worst"]
+        lines.append("| " + " | ".join([
+            s["scene"], str(s["level"]), str(s["pairs"]), ", ".join(map(str, s["fine_frames"])),
+            ", ".join("→".join(map(str, x)) for x in s["c2f_frames"]),
+            f"{s['fine_total_s']:.1f} ({s['fine_cpu_s']:.1f})", f"{s['c2f_total_s']:.1f} ({s['c2f_cpu_s']:.1f})",
+            f"{s['speedup_wall']:.2f}×", f"{s['speedup_cpu']:.2f}×",
+            f"{sum(s['fine_passed'])}/{len(s['fine_passed'])} / {sum(s['c2f_passed'])}/{len(s['c2f_passed'])}",
+            f"{fw['residual']:.3f}, {fw['pen_mm']:.2f}, {fw['gap_mm']:.2f} | {cw['residual']:.3f}, {cw['pen_mm']:.2f}, "
+            f"{cw['gap_mm']:.2f}"]) + " |")
+    return "\n".join(lines)
+
+
 def _write(out: Path, tag: str, result: dict) -> None:
     from clothsim.io import write_json
 
+    if result.get("compare"):
+        result["speedups"] = speedups(result["rows"])
     write_json(out / f"drape_{tag}.json", result)
     md = table(result["rows"]) + "\n"
+    if result.get("speedups"):
+        md += ("\nFine-only vs coarse-to-fine (medians over the pairs; time = set-up + stepping + switches; a speed-up "
+               "counts only where both passed every check):\n\n" + speedup_table(result["speedups"]) + "\n")
     if result.get("note"):
         md = f"{result['note']}\n\n" + md
     tmp = out / f".drape_{tag}.md.tmp"
@@ -164,6 +219,8 @@ def main(argv=None) -> int:
                          "run fine-only)")
     ap.add_argument("--compare", action="store_true",
                     help="with --refine-from: run each case fine-only, then coarse-to-fine, back to back")
+    ap.add_argument("--repeats", type=int, default=1,
+                    help="run each case this many times (with --compare: fine-only and coarse-to-fine alternating)")
     ap.add_argument("--tag", default=None, help="results file tag (default: the device)")
     ap.add_argument("--note", default="", help="free text stored in the JSON and markdown (e.g. machine load)")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
@@ -191,7 +248,7 @@ def main(argv=None) -> int:
                 _write(args.out, tag, result)
                 continue
             rf = args.refine_from if args.refine_from is not None and args.refine_from < lv else None
-            for mode_rf in ([None, rf] if args.compare and rf is not None else [rf]):
+            for mode_rf in ([None, rf] if args.compare and rf is not None else [rf]) * max(1, args.repeats):
                 if mode_rf is not None and args.budget_seconds is not None and time.perf_counter() - start > args.budget_seconds:
                     rows.append({"scene": p.stem, "level": lv, "error": f"c2f not run: the {args.budget_seconds:g} s budget was spent"})
                     continue
@@ -206,6 +263,8 @@ def main(argv=None) -> int:
                 print("  " + json.dumps({k: v for k, v in row.items() if k not in ("settings", "failures", "history")}), flush=True)
                 _write(args.out, tag, result)  # after every case: an interrupted run keeps its rows
     print(table(rows))
+    if result.get("speedups"):
+        print(speedup_table(result["speedups"]))
     return 0
 
 
