@@ -23,13 +23,15 @@ hits all of them alike. Modes, each ``--seconds`` long after a warm-up (worker s
 * ``profile``: no simulation running (paused after 2 frames); 60 full-resolution orbit frames with
   ``glFinish`` after each phase (3D view by painter phase, UI, buffer swap): median milliseconds per phase.
 
-Variants: the code of this checkout with ``LP_NUM_THREADS`` unset (``default``) or set (``--lp-threads``), and
+Variants: the code of this checkout with ``LP_NUM_THREADS`` unset (``default``: the preview's own choice, all
+cores but two, i.e. 0 on 2 cores: see ``render.preview.app.rasterizer_threads``) or set (``--lp-threads``; 2 is
+llvmpipe's own default on 2 cores), and
 with ``--before REF`` the preview code of git revision REF (``render/``, ``shaders/`` and its
 ``benchmarks/preview.py``, extracted with ``git archive`` into a temporary folder; the simulation package is
 this checkout's for both), run with its own defaults (``orbit_full``: its catalog-renderer path at full size).
 
 Reported: window frames per second (loops drawn per second) and 3D redraws per second, the window process'
-CPU seconds per second, the simulation's frames per second and its ratio to ``solo`` of the same round, and
+CPU seconds per second (and the Xvfb server's, which presents each frame), the simulation's frames per second and its ratio to ``solo`` of the same round, and
 the median wall time of one simulation step (the worker's own timing of ``step()``). Summary values are
 medians over rounds. Targets (issue 6): >= 30 fps at full resolution on llvmpipe with the simulation >= 80 %
 of solo; >= 120 fps on the GPU (headless EGL).
@@ -105,6 +107,32 @@ def run_solo(scene: Path, level: int, device: str | None, seconds: float, warmup
             ch.close()
 
 
+def _xvfb_pid() -> int | None:
+    """The Xvfb process serving $DISPLAY (its CPU time competes with the simulation too), or None."""
+    display = os.environ.get("DISPLAY", "")
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            argv = (d / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if argv and argv[0].endswith(b"Xvfb") and display.encode() in argv[1:2]:
+            return int(d.name)
+    return None
+
+
+def _cpu_seconds(pid: int | None) -> float | None:
+    """User + system CPU seconds of process ``pid`` (/proc/PID/stat), or None."""
+    if pid is None:
+        return None
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def run_window(scene: Path, level: int, device: str | None, seconds: float, warmup_frames: int, *, orbit: bool,
                headless: bool, size: tuple[int, int], max_fps: float, quality: str, scale: float | None = None) -> dict:
     from render.preview import PreviewApp
@@ -119,6 +147,8 @@ def run_window(scene: Path, level: int, device: str | None, seconds: float, warm
                 raise RuntimeError("; ".join(app.errors))
             if time.perf_counter() - t_start > 600:
                 raise RuntimeError("no frames within 600 s")
+        xvfb = _xvfb_pid() if app.window is not None else None
+        x0 = _cpu_seconds(xvfb)
         f0, l0, d0, t0, c0 = app.frames_received, app.loops, app.scene_draws, time.perf_counter(), time.process_time()
         draw_ms, step_ms, seen = [], [], app.frames_received
         while time.perf_counter() - t0 < seconds:
@@ -142,9 +172,11 @@ def run_window(scene: Path, level: int, device: str | None, seconds: float, warm
                 time.sleep(rest)
         t1 = time.perf_counter()
         dt = t1 - t0
+        x1 = _cpu_seconds(xvfb)
         return {"mode": ("orbit" if scale is None else "orbit_full") if orbit else "window", "seconds": dt,
                 "interactive_scale": app.interactive_scale, "window_fps": (app.loops - l0) / dt,
                 "redraws_per_s": (app.scene_draws - d0) / dt, "window_cpu_per_s": (time.process_time() - c0) / dt,
+                "xvfb_cpu_per_s": None if x0 is None or x1 is None else (x1 - x0) / dt,
                 "draw_ms_median": statistics.median(draw_ms) if draw_ms else None,
                 "step_ms_median": statistics.median(step_ms) if step_ms else None,
                 "sim_frames": app.frames_received - f0, "sim_fps": (app.frames_received - f0) / dt,
@@ -203,9 +235,10 @@ def run_profile(scene: Path, level: int, device: str | None, *, headless: bool, 
 
 
 # ---------------------------------------------------------------------------------------------- driver
-def _extract(ref: str, dest: Path) -> Path:
-    """The preview code of git revision ``ref`` (render/, shaders/, benchmarks/preview.py) under ``dest``."""
-    archive = subprocess.run(["git", "-C", str(ROOT), "archive", ref, "render", "shaders", "benchmarks/preview.py"],
+def _extract(repo: Path, ref: str, dest: Path) -> Path:
+    """The preview code of git revision ``ref`` of ``repo`` (render/, shaders/, benchmarks/preview.py) under
+    ``dest``."""
+    archive = subprocess.run(["git", "-C", str(repo), "archive", ref, "render", "shaders", "benchmarks/preview.py"],
                              check=True, capture_output=True).stdout
     subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
     return dest / "benchmarks" / "preview.py"
@@ -266,7 +299,7 @@ def _summary(runs: list[dict]) -> dict:
     for variant, mode in keys:
         xs = [r for r in runs if r["variant"] == variant and r["mode"] == mode]
         s: dict[str, object] = {"runs": len(xs)}
-        for field in ("window_fps", "redraws_per_s", "window_cpu_per_s", "sim_fps", "sim_vs_solo", "step_ms_median",
+        for field in ("window_fps", "redraws_per_s", "window_cpu_per_s", "xvfb_cpu_per_s", "sim_fps", "sim_vs_solo", "step_ms_median",
                       "draw_ms_median", "loop_ms", "cpu_ms"):
             vals = [x[field] for x in xs if x.get(field) is not None]
             if vals:
@@ -294,6 +327,7 @@ def main(argv=None) -> int:
                     help=f"comma-separated, of {', '.join(MODES)}")
     ap.add_argument("--before", default=None, metavar="REF",
                     help="also run the preview code of git revision REF (its orbit_full etc.), interleaved")
+    ap.add_argument("--repo", type=Path, default=ROOT, help="git repository of --before (default: this checkout)")
     ap.add_argument("--lp-threads", default="default",
                     help="comma-separated LP_NUM_THREADS values for this checkout's runs ('default' = unset)")
     ap.add_argument("--json", type=Path, default=None)
@@ -325,7 +359,7 @@ def main(argv=None) -> int:
         variants = [(f"after[LP_NUM_THREADS={t or 'default'}]", Path(__file__).resolve(), t) for t in threads]
         if args.before:
             (tmp / "before").mkdir()
-            variants.insert(0, (f"before[{args.before}]", _extract(args.before, tmp / "before"), None))
+            variants.insert(0, (f"before[{args.before}]", _extract(args.repo, args.before, tmp / "before"), None))
         for r in range(args.rounds):
             for m in args.modes_list:
                 # solo once per round (the reference), every window mode for every variant
@@ -365,7 +399,8 @@ def _print_run(res: dict) -> None:
     extra = ""
     if res["mode"] != "solo":
         extra = (f"  window {res['window_fps']:6.1f} fps  3D redraws {res['redraws_per_s']:6.1f}/s  "
-                 f"draw {res['draw_ms_median'] or float('nan'):.1f} ms  cpu {res.get('window_cpu_per_s', float('nan')):.2f} s/s")
+                 f"draw {res['draw_ms_median'] or float('nan'):.1f} ms  cpu {res.get('window_cpu_per_s') or float('nan'):.2f} s/s"
+                 f" (Xvfb {res.get('xvfb_cpu_per_s') or float('nan'):.2f})")
     extra += f"  step {res['step_ms_median'] or float('nan'):.0f} ms"
     print(f"round {res['round']} {res['variant']} {res['mode']:10s} sim {res['sim_fps']:6.2f} frames/s "
           f"({res['sim_frames']} in {res['seconds']:.1f} s){extra}{load}", flush=True)
@@ -373,13 +408,13 @@ def _print_run(res: dict) -> None:
 
 def _print_summary(summary: dict) -> None:
     nan = float("nan")
-    print("\n| variant / mode | window fps | 3D redraws/s | window CPU s/s | sim frames/s | sim vs solo | step ms |\n"
-          "|---|---:|---:|---:|---:|---:|---:|")
+    print("\n| variant / mode | window fps | 3D redraws/s | window CPU s/s | Xvfb CPU s/s | sim frames/s | sim vs solo "
+          "| step ms |\n|---|---:|---:|---:|---:|---:|---:|---:|")
     for key, s in summary.items():
         if key.endswith("/profile"):
             continue
         print(f"| {key} | {s.get('window_fps', nan):.1f} | {s.get('redraws_per_s', nan):.1f} | "
-              f"{s.get('window_cpu_per_s', nan):.2f} | {s.get('sim_fps', nan):.2f} | "
+              f"{s.get('window_cpu_per_s', nan):.2f} | {s.get('xvfb_cpu_per_s', nan):.2f} | {s.get('sim_fps', nan):.2f} | "
               f"{s.get('sim_vs_solo', 1.0 if key.startswith('solo') else nan):.0%} | {s.get('step_ms_median', nan):.0f} |")
     for key, s in summary.items():
         if key.endswith("/profile"):

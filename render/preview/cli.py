@@ -28,7 +28,7 @@ def preview_options(f):
         click.option("--play/--paused", default=False, help="start simulating at once"),
         click.option("--device", default=None, help="Warp device for the simulation (cpu, cuda:0)"),
         click.option("--quality", type=click.Choice(["fast", "high"]), default="fast", show_default=True,
-                     help="fast: no MSAA or shadows (interactive on llvmpipe); high: the catalog look"),
+                     help="fast: the preview look (interactive on llvmpipe); high: the catalog renderer's look"),
         click.option("--headless", is_flag=True, help="no window: EGL, offscreen (machines without a display)"),
         click.option("--script", type=click.Path(path_type=Path, dir_okay=False), default=None,
                      help="run commands from this file (one a line; see the help panel)"),

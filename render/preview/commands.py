@@ -17,7 +17,9 @@ import clothsim as cs
 from .views import View
 
 QUALITY = {
-    # llvmpipe draws a 1280x720 frame in ~40 ms without MSAA and shadows, ~300 ms with them
+    # the window's looks: "fast" is drawn by render.preview.painter (its entry here is the catalog Renderer's
+    # cheapest setting, kept for callers of QUALITY); "high" by the catalog Renderer with these settings
+    # (llvmpipe: ~300 ms a 1280x720 frame with MSAA and shadows)
     "fast": dict(samples=1, shadows=False),
     "high": dict(samples=4, shadows=True, shadow_map_size=2048, contact_map_size=512),
 }

@@ -13,7 +13,7 @@ SHORTCUTS = (
     ("+  /  -", "faster / slower", "simulation speed (max, 1/8 ... 2 x real time)"),
     ("V", "next_view", "next view: shaded, wireframe, LOD, strain, penetration, pins"),
     ("M", "markers", "show pins (red) and seams (blue) in every view"),
-    ("Q", "quality", "fast (no MSAA/shadows) / high (catalog look) drawing"),
+    ("Q", "quality", "fast preview look / catalog look (slow on CPU GL)"),
     ("F", "frame_garment", "frame the garment"),
     ("1 2 3 4 5", "camera front ... right", "front, three-quarter, left, back, right views"),
     ("F12  or  P", "screenshot", "save screenshots/preview_<time>.png"),

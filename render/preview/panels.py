@@ -128,7 +128,7 @@ def _view(app, imgui) -> None:
     changed, on = imgui.checkbox("pins and seams in every view", app.show_markers)
     if changed:
         app.command(f"markers {'on' if on else 'off'}")
-    changed, high = imgui.checkbox("high quality (MSAA, shadows)", app.quality == "high")
+    changed, high = imgui.checkbox("catalog look (PBR, soft shadows)", app.quality == "high")
     if changed:
         app.command(f"quality {'high' if high else 'fast'}")
     if app.view is View.STRAIN:
