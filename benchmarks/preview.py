@@ -31,7 +31,8 @@ with ``--before REF`` the preview code of git revision REF (``render/``, ``shade
 this checkout's for both), run with its own defaults (``orbit_full``: its catalog-renderer path at full size).
 
 Reported: window frames per second (loops drawn per second) and 3D redraws per second, the window process'
-CPU seconds per second (and the Xvfb server's, which presents each frame), the simulation's frames per second and its ratio to ``solo`` of the same round, and
+CPU seconds per second (and the Xvfb server's, which presents each frame), the simulation's frames per second
+and its ratio to ``solo`` of the same round, and
 the median wall time of one simulation step (the worker's own timing of ``step()``). Summary values are
 medians over rounds. Targets (issue 6): >= 30 fps at full resolution on llvmpipe with the simulation >= 80 %
 of solo; >= 120 fps on the GPU (headless EGL).
@@ -299,8 +300,8 @@ def _summary(runs: list[dict]) -> dict:
     for variant, mode in keys:
         xs = [r for r in runs if r["variant"] == variant and r["mode"] == mode]
         s: dict[str, object] = {"runs": len(xs)}
-        for field in ("window_fps", "redraws_per_s", "window_cpu_per_s", "xvfb_cpu_per_s", "sim_fps", "sim_vs_solo", "step_ms_median",
-                      "draw_ms_median", "loop_ms", "cpu_ms"):
+        for field in ("window_fps", "redraws_per_s", "window_cpu_per_s", "xvfb_cpu_per_s", "sim_fps", "sim_vs_solo",
+                      "step_ms_median", "draw_ms_median", "loop_ms", "cpu_ms"):
             vals = [x[field] for x in xs if x.get(field) is not None]
             if vals:
                 s[field] = statistics.median(vals)
@@ -399,7 +400,8 @@ def _print_run(res: dict) -> None:
     extra = ""
     if res["mode"] != "solo":
         extra = (f"  window {res['window_fps']:6.1f} fps  3D redraws {res['redraws_per_s']:6.1f}/s  "
-                 f"draw {res['draw_ms_median'] or float('nan'):.1f} ms  cpu {res.get('window_cpu_per_s') or float('nan'):.2f} s/s"
+                 f"draw {res['draw_ms_median'] or float('nan'):.1f} ms  "
+                 f"cpu {res.get('window_cpu_per_s') or float('nan'):.2f} s/s"
                  f" (Xvfb {res.get('xvfb_cpu_per_s') or float('nan'):.2f})")
     extra += f"  step {res['step_ms_median'] or float('nan'):.0f} ms"
     print(f"round {res['round']} {res['variant']} {res['mode']:10s} sim {res['sim_fps']:6.2f} frames/s "
@@ -414,8 +416,9 @@ def _print_summary(summary: dict) -> None:
         if key.endswith("/profile"):
             continue
         print(f"| {key} | {s.get('window_fps', nan):.1f} | {s.get('redraws_per_s', nan):.1f} | "
-              f"{s.get('window_cpu_per_s', nan):.2f} | {s.get('xvfb_cpu_per_s', nan):.2f} | {s.get('sim_fps', nan):.2f} | "
-              f"{s.get('sim_vs_solo', 1.0 if key.startswith('solo') else nan):.0%} | {s.get('step_ms_median', nan):.0f} |")
+              f"{s.get('window_cpu_per_s', nan):.2f} | {s.get('xvfb_cpu_per_s', nan):.2f} | "
+              f"{s.get('sim_fps', nan):.2f} | {s.get('sim_vs_solo', 1.0 if key.startswith('solo') else nan):.0%} | "
+              f"{s.get('step_ms_median', nan):.0f} |")
     for key, s in summary.items():
         if key.endswith("/profile"):
             print(f"\n{key}: loop {s['loop_ms']:.1f} ms, CPU {s['cpu_ms']:.1f} ms; phases (median ms): "

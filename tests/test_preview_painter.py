@@ -232,7 +232,6 @@ def test_key_shadow_per_vertex(gl):
     vp = cam.projection_matrix(W / H, *_near_far(items, cam)) @ cam.view_matrix()
     q = vp @ np.r_[p, 1.0]
     col, row = int((q[0] / q[3] + 1) * 0.5 * W), int((q[1] / q[3] + 1) * 0.5 * H)
-    hidden_by_card = True
     ref = _reference(painter, items[0].material, cam, p, np.array([0.0, 1.0, 0.0]), vis=0.0)
     seen = img[row, col]
     # the card may hide that point from this camera: then the pixel is the card's, not the floor's
@@ -254,8 +253,8 @@ def _near_far(items, camera):
 
 def test_msaa_changes_edges_only_and_caches(gl):
     """4x MSAA (the still view) against 1 sample (the moving view): without sample shading the fragment
-    shader runs once per pixel, so the images differ on silhouettes and (nearly) nowhere else. And what the painter keeps: the shadow
-    map is reused while only the camera moves, redrawn for a new vertex array; the static avatar's buffers are
+    shader runs once per pixel, so the images differ on silhouettes and (nearly) nowhere else. And what the
+    painter keeps: the shadow map is reused while only the camera moves, redrawn for a new vertex array; the static avatar's buffers are
     not re-uploaded (their content version stays)."""
     import trimesh
 

@@ -760,5 +760,5 @@ class PreviewApp(Commands, WindowInput):
         """GL memory of the window: the Renderer's objects, the view overlay, ImGui, cached images."""
         w, h = self.fb_size
         extra = 4 * w * h * (2 if self.headless else 1)
-        return int(self.renderer.gl_nbytes()["total"] + self.painter.nbytes() + self.overlay.nbytes() + self.gui.nbytes()
-                   + extra)
+        return int(self.renderer.gl_nbytes()["total"] + self.painter.nbytes() + self.overlay.nbytes()
+                   + self.gui.nbytes() + extra)
