@@ -49,9 +49,13 @@ def rasterizer_threads(count: int | None):
     """``LP_NUM_THREADS`` (Mesa llvmpipe's rasteriser threads; other drivers ignore it) set to ``count`` while
     the window's GL context is created, then restored (the process's environment is left as it was). None:
     ``cpu_count - RESERVED_CORES`` (at least 0 = rasterise in the calling thread), unless the user set
-    ``LP_NUM_THREADS``. On the 2-core CI machine llvmpipe's default (one thread per core) took the simulation's
-    core while the camera orbited: simulation at 59 % of its solo speed against 79 % with 0 threads, at 36 and
-    34 window fps (benchmarks/preview.py --lp-threads default,1,0)."""
+    ``LP_NUM_THREADS``. Why: the simulation worker steps on one core; llvmpipe's own default (one rasteriser
+    thread per core) puts part of every frame on the simulation's core, while 0 threads keep the window's
+    work (~14 ms a 1280x720 T-shirt frame) on one thread. On the shared 2-core machine
+    (benchmarks/preview.py --lp-threads, orbiting at full size): at load ~2 the simulation kept 79 % of its
+    solo speed with 0 threads against 72 % with 1 and 59 % with 2, at 34, 31 and 36 fps; at load 3.5-5 (other
+    jobs) 0 and 2 threads both kept ~60 %, and 2 threads drew faster (35 against 24 fps): more threads take a
+    larger share from the other jobs."""
     old = os.environ.get("LP_NUM_THREADS")
     if count is None and old is None:
         count = max(0, (os.cpu_count() or 1) - RESERVED_CORES)
