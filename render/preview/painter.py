@@ -5,7 +5,7 @@ not the catalog renderer's full PBR + PCSS + MSAA.
     painter.draw(items, camera, fbo, (1280, 720), samples=1, shadows=True)   # fbo: colour + depth
     painter.release()
 
-Shading (``shaders/preview_shade.*``): hemisphere ambient (the studio dome's sky and floor), a key light
+Shading (``shaders/preview_light.glsl``, used by ``preview_shade.*``): hemisphere ambient (the studio dome's sky and floor), a key light
 fixed in the world (the studio key as seen from the front view, so a front view looks like the catalog's)
 with an optional shadow, a fill light on the camera's side (every view stays readable), a Blinn-Phong
 highlight from the material's roughness and a grazing-angle sheen term from its sheen colour; the Khronos
