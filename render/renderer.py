@@ -649,7 +649,7 @@ class Renderer:
             src = vis[4]
             defines = {"SAMPLES": samples, "LIGHT_COUNT": lights.count, "SHADOWS": key_shadow,
                        "KEY_SHADOW": key_shadow, "TRANSPARENT": s.transparent, "HAS_GROUND": draw_ground,
-                       "TONEMAP": tonemap, "MERGE": self.visibility_merge, "EXPLICIT_LOD": self.software_raster, "TEX_WIDTH": TEX_WIDTH, **slot_defines(visible_items)}
+                       "TONEMAP": tonemap, "MERGE": self.visibility_merge, "TEX_WIDTH": TEX_WIDTH, **slot_defines(visible_items)}
             prog = self.programs.get_compute("visibility.comp", defines)
             bind_lighting(prog)
             if draw_ground:
@@ -660,12 +660,20 @@ class Renderer:
             _set(prog, "u_triangle_base", self._vis_geometry.triangle_base.tobytes())
             for name, value in material_uniforms(visible_items).items():
                 _set(prog, name, value)
+            # llvmpipe: material textures through a sampler without anisotropy (its anisotropic
+            # filter reads quad derivatives, which a compute shader lacks: blurred or wrong texels
+            # even with textureGrad/textureLod)
+            iso = self._isotropic_sampler() if self.software_raster else None
+            iso_units = []
             for k, item in enumerate(visible_items[:MAX_TEXTURED_SLOT]):
                 mat = item.material
-                for unit, (path, srgb) in zip((8, 8 + MAX_TEXTURED_SLOT, 8 + 2 * MAX_TEXTURED_SLOT), ((mat.base_texture, True), (mat.normal_map, False),
-                                                            (mat.metallic_roughness_texture, False))):
+                kinds = ((mat.base_texture, True), (mat.normal_map, False), (mat.metallic_roughness_texture, False))
+                for unit, (path, srgb) in zip((8, 8 + MAX_TEXTURED_SLOT, 8 + 2 * MAX_TEXTURED_SLOT), kinds):
                     if path is not None and item.uvs is not None:
                         self._texture(path, srgb=srgb).use(location=unit + k)
+                        if iso is not None:
+                            iso.use(location=unit + k)
+                            iso_units.append(unit + k)
             vis[1].use(location=7)
             _set(prog, "u_vis", 7)
             vis[3].bind_to_image(0, read=False, write=True)
@@ -676,6 +684,8 @@ class Renderer:
             _set(prog, "u_clear", (0.0, 0.0, 0.0, 0.0) if s.transparent else (*bg_srgb, 1.0))
             prog.run((w + LOCAL_SIZE - 1) // LOCAL_SIZE, (h + LOCAL_SIZE - 1) // LOCAL_SIZE, 1)
             ctx.memory_barrier()
+            for unit in iso_units:
+                iso.clear(location=unit)
             mark("shade")
         elif deferred:
             # ---- shade each pixel's distinct samples once, tone map, average: the resolve folded in
@@ -733,7 +743,7 @@ class Renderer:
             textures += int(tex.width * tex.height * 4 * 4 / 3)   # with its mip chain
         targets = 0
         for key, objs in self._targets.items():
-            if key[0] == "ground":
+            if key[0] in ("ground", "sampler"):
                 continue
             kind, (w, h), samples = key
             px = w * h * max(int(samples), 1)
@@ -742,6 +752,17 @@ class Renderer:
         meshes += self._vis_geometry.nbytes()
         return {"meshes": int(meshes), "textures": int(textures), "targets": int(targets),
                 "total": int(meshes + textures + targets)}
+
+    def _isotropic_sampler(self):
+        """A trilinear, repeating sampler without anisotropic filtering (the visibility pass's
+        material textures on software rasterisers); owned with the render targets."""
+        objs = self._targets.get(("sampler", "isotropic"))
+        if objs is None:
+            ctx = self.ctx
+            smp = ctx.sampler(filter=(ctx.LINEAR_MIPMAP_LINEAR, ctx.LINEAR), repeat_x=True, repeat_y=True,
+                              anisotropy=1.0)
+            objs = self._targets[("sampler", "isotropic")] = (smp,)
+        return objs[0]
 
     def _shading_mode(self, s: RenderSettings, visible_items, samples: int, pixels: int) -> str:
         """The colour pass's mode for settings ``s``: "forward", "deferred" or "visibility"
@@ -756,10 +777,7 @@ class Renderer:
         tris = sum(len(m.triangles) for m in visible_items)
         if tris < DEFERRED_MIN_TRIANGLES_PER_PIXEL * pixels:
             return "forward"
-        # textured meshes: deferred, whose texture filtering is the fragment stage's (the visibility
-        # pass's own level of detail on llvmpipe softens textures on steep folds: see visibility.comp)
-        textured = any(m.material.textured and m.uvs is not None for m in visible_items)
-        return "visibility" if reason is None and VISIBILITY_AUTO_SOFTWARE and not textured else "deferred"
+        return "visibility" if reason is None and VISIBILITY_AUTO_SOFTWARE else "deferred"
 
     def _ground_vao(self, prog):
         key = ("ground", id(prog))

@@ -12,8 +12,8 @@
 // MERGE: samples of distinct triangles of one mesh that share a vertex share one shading.
 // Defines: SAMPLES, SLOTS (meshes), TEX_WIDTH, UV_MASK, BASE_TEX_MASK, NORMAL_MAP_MASK,
 // MR_TEX_MASK (bit k: slot k has uvs / that texture; textured slots are 0..5, their textures on
-// units 8-13, 14-19, 20-25; the vertex textures on 26-29), MERGE, EXPLICIT_LOD and the lighting
-// ones (LIGHT_COUNT, SHADOWS, KEY_SHADOW, HAS_GROUND, TRANSPARENT, TONEMAP).
+// units 8-13, 14-19, 20-25; the vertex textures on 26-29), MERGE and the lighting ones
+// (LIGHT_COUNT, SHADOWS, KEY_SHADOW, HAS_GROUND, TRANSPARENT, TONEMAP).
 
 layout(local_size_x = 8, local_size_y = 8) in;
 
@@ -62,33 +62,11 @@ layout(binding = 14) uniform sampler2D u_normal_maps[6];
 layout(binding = 20) uniform sampler2D u_mr_textures[6];
 #endif
 
-// Sampler arrays may only be indexed by constants: one case per textured slot.
-// EXPLICIT_LOD (software rasterisers): llvmpipe's textureGrad, and textureLod with a level that is
-// not a compile-time constant, returned wrong texels in this compute shader (blocks and stripes;
-// Mesa 22, LLVM 15). There the level comes from the ray differentials (the level an
-// 8x anisotropic filter picks, one tap) and the trilinear blend is made by hand from lookups at constant levels (the
-// loop is unrolled). GPUs take textureGrad with the sampler's anisotropic filtering, as mesh.frag.
-#ifdef EXPLICIT_LOD
-vec4 sample_explicit_lod(sampler2D t, vec2 uv, vec2 dx, vec2 dy) {
-    vec2 size = vec2(textureSize(t, 0));
-    int levels = textureQueryLevels(t);
-    // the level of an 8x anisotropic filter (EXT_texture_filter_anisotropic: the major axis over
-    // up to 8 taps) sampled with one tap: sharp like mesh.frag's filter, without its extra taps
-    float rx = length(dx * size), ry = length(dy * size);
-    float rho = max(min(rx, ry), max(rx, ry) / 8.0);
-    float lod = clamp(log2(max(rho, 1e-8)), 0.0, float(levels - 1));
-    float base = floor(lod), f = lod - base;
-    vec4 texel = vec4(0.0);
-    for (int level = 0; level < 14; ++level) {    // constant bounds: unrolled, each level a constant
-        float w = float(level) == base ? 1.0 - f : (float(level) == base + 1.0 ? f : 0.0);
-        if (level < levels) texel += w * textureLod(t, uv, float(level));
-    }
-    return texel;
-}
-#define TEX_SAMPLE(T, uv, dx, dy) sample_explicit_lod(T, uv, dx, dy)
-#else
+// Sampler arrays may only be indexed by constants: one case per textured slot. The ray
+// differentials give textureGrad the derivatives mesh.frag's implicit lookups take from the quad
+// (on llvmpipe through a sampler without anisotropy: its anisotropic filter reads the quad
+// derivatives that a compute shader does not have).
 #define TEX_SAMPLE(T, uv, dx, dy) textureGrad(T, uv, dx, dy)
-#endif
 #define TEX_CASE(ARR, MASK, K) if (((MASK) & (1 << K)) != 0 && slot == K) texel = TEX_SAMPLE(ARR[K], uv, dx, dy);
 #define TEX_CASES(ARR, MASK) TEX_CASE(ARR, MASK, 0) TEX_CASE(ARR, MASK, 1) TEX_CASE(ARR, MASK, 2) \
     TEX_CASE(ARR, MASK, 3) TEX_CASE(ARR, MASK, 4) TEX_CASE(ARR, MASK, 5)
