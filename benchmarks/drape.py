@@ -169,7 +169,7 @@ def speedups(rows: list[dict]) -> list[dict]:
 
 def speedup_table(sp: list[dict]) -> str:
     head = ["scene", "level", "pairs", "fine-only frames", "c2f frames per level", "fine s (CPU s)", "c2f s (CPU s)",
-            "speed-up wall", "speed-up CPU", "passed fine / c2f", "worst residual, pen. mm, gap mm fine | c2f"]
+            "speed-up wall", "speed-up CPU", "passed fine / c2f", "worst residual, pen. mm, gap mm: fine; c2f"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for s in sp:
         fw, cw = s["fine_worst"], s["c2f_worst"]
@@ -179,7 +179,7 @@ def speedup_table(sp: list[dict]) -> str:
             f"{s['fine_total_s']:.1f} ({s['fine_cpu_s']:.1f})", f"{s['c2f_total_s']:.1f} ({s['c2f_cpu_s']:.1f})",
             f"{s['speedup_wall']:.2f}×", f"{s['speedup_cpu']:.2f}×",
             f"{sum(s['fine_passed'])}/{len(s['fine_passed'])} / {sum(s['c2f_passed'])}/{len(s['c2f_passed'])}",
-            f"{fw['residual']:.3f}, {fw['pen_mm']:.2f}, {fw['gap_mm']:.2f} | {cw['residual']:.3f}, {cw['pen_mm']:.2f}, "
+            f"{fw['residual']:.3f}, {fw['pen_mm']:.2f}, {fw['gap_mm']:.2f}; {cw['residual']:.3f}, {cw['pen_mm']:.2f}, "
             f"{cw['gap_mm']:.2f}"]) + " |")
     return "\n".join(lines)
 

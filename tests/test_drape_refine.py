@@ -118,3 +118,22 @@ def test_coarse_to_fine_drape_passes_at_the_fine_level(refined):
     assert r.levels[1]["switch_max_displacement_m"] < 0.25 * 0.04
     d = r.to_dict()
     assert d["levels"][1]["level"] == 1 and d["stopped_by"] == "settled"
+
+
+def test_run_scene_with_refine_from_writes_one_topology(tmp_path, device):
+    """`clothsim simulate` (clothsim.scene.run.run_scene) with the scene key: 3 frames per level, then the
+    frame cache has every frame at the final level's vertex count and report.json lists both levels."""
+    import json
+
+    from clothsim.scene.run import run_scene
+
+    scene = with_overrides(_with_refine(load_scene(SKIRT), "coarsest"), device=device, frames=3)
+    scene = scene.replace(garments=[dataclasses.replace(g, level=1) for g in scene.garments],
+                          output=dataclasses.replace(scene.output, formats=("obj",)))
+    result, files = run_scene(scene, tmp_path, progress=False)
+    assert [s["frames"] for s in result.levels] == [3, 3] and result.stopped_by == "frame cap"
+    z = np.load(files["frames"])
+    assert z["positions"].shape == (7, 1750, 3) and list(z["frame"]) == list(range(7))  # frame 0 + 6 frames
+    rep = json.loads(Path(files["report"]).read_text())
+    assert [(s["level"], s["vertices"]) for s in rep["levels"]] == [(0, 470), (1, 1750)]
+    assert not result.passed and result.failures[0].startswith("did not settle within 3 frames of the final level")
