@@ -33,8 +33,10 @@ this checkout's for both), run with its own defaults (``orbit_full``: its catalo
 Reported: window frames per second (loops drawn per second) and 3D redraws per second, the window process'
 CPU seconds per second (and the Xvfb server's, which presents each frame), the simulation's frames per second
 and its ratio to ``solo`` of the same round, and
-the median wall time of one simulation step (the worker's own timing of ``step()``). Summary values are
-medians over rounds. Targets (issue 6): >= 30 fps at full resolution on llvmpipe with the simulation >= 80 %
+the median wall time of one simulation step (the worker's own timing of ``step()``), and solo's median step
+time over the simulated frames both runs reached divided by the run's (``step_vs_solo_same_frames``: a
+drape's step cost changes as it settles, and a faster run reaches later frames, so frames per second over
+different frames is a biased ratio). Summary values are medians over rounds. Targets (issue 6): >= 30 fps at full resolution on llvmpipe with the simulation >= 80 %
 of solo; >= 120 fps on the GPU (headless EGL).
 """
 
@@ -89,7 +91,7 @@ def run_solo(scene: Path, level: int, device: str | None, seconds: float, warmup
 
         _wait_first_frames(seq, warmup_frames, 600)
         s0, t0 = seq(), time.perf_counter()
-        last, step_ms = s0, []
+        last, step_ms, frame_steps = s0, [], {}
         while time.perf_counter() - t0 < seconds:
             time.sleep(0.05)
             s1 = seq()
@@ -97,11 +99,12 @@ def run_solo(scene: Path, level: int, device: str | None, seconds: float, warmup
                 fr = state["ch"].read()
                 if fr is not None:
                     step_ms.append(fr.step_ms)
+                    frame_steps[int(fr.frame)] = fr.step_ms
                 last = s1
         t1 = time.perf_counter()
         ch = state["ch"]
         return {"mode": "solo", "seconds": t1 - t0, "sim_frames": s1 - s0, "sim_fps": (s1 - s0) / (t1 - t0),
-                "step_ms_median": statistics.median(step_ms) if step_ms else None}
+                "step_ms_median": statistics.median(step_ms) if step_ms else None, "frame_step_ms": frame_steps}
     finally:
         sim.close()
         if ch is not None:
@@ -151,7 +154,7 @@ def run_window(scene: Path, level: int, device: str | None, seconds: float, warm
         xvfb = _xvfb_pid() if app.window is not None else None
         x0 = _cpu_seconds(xvfb)
         f0, l0, d0, t0, c0 = app.frames_received, app.loops, app.scene_draws, time.perf_counter(), time.process_time()
-        draw_ms, step_ms, seen = [], [], app.frames_received
+        draw_ms, step_ms, seen, frame_steps = [], [], app.frames_received, {}
         while time.perf_counter() - t0 < seconds:
             lt = time.perf_counter()
             if app.window is not None:
@@ -166,6 +169,7 @@ def run_window(scene: Path, level: int, device: str | None, seconds: float, warm
             if app.frames_received != seen:
                 seen = app.frames_received
                 step_ms.append(app.step_ms)
+                frame_steps[int(app.sim_frame)] = app.step_ms
             # as PreviewApp.run: an idle loop (nothing drawn) waits for the next channel check
             period = 1.0 / max_fps if max_fps > 0 else 0.0
             rest = (period if drew else max(period, IDLE_POLL_S)) - (time.perf_counter() - lt)
@@ -183,7 +187,7 @@ def run_window(scene: Path, level: int, device: str | None, seconds: float, warm
                 "sim_frames": app.frames_received - f0, "sim_fps": (app.frames_received - f0) / dt,
                 "gl_renderer": app.ctx.info["GL_RENDERER"], "vertices": app.topo.info["n"],
                 "body_vertices": app.topo.info["b"], "gl_bytes": app.gl_nbytes(),
-                "sim_bytes": app.memory.get("total", 0), "errors": list(app.errors)}
+                "sim_bytes": app.memory.get("total", 0), "errors": list(app.errors), "frame_step_ms": frame_steps}
 
 
 def run_profile(scene: Path, level: int, device: str | None, *, headless: bool, size: tuple[int, int],
@@ -291,17 +295,27 @@ def _child_main(args, w: int, h: int) -> list[dict]:
 
 def _summary(runs: list[dict]) -> dict:
     """Medians over rounds per (variant, mode); sim_vs_solo against the solo run of the same round."""
-    solo = {r["round"]: r["sim_fps"] for r in runs if r["mode"] == "solo"}
+    solo = {r["round"]: r for r in runs if r["mode"] == "solo"}
     out: dict[str, dict] = {}
     for r in runs:
-        if r["mode"] not in ("solo", "profile") and solo.get(r["round"]):
-            r["sim_vs_solo"] = r["sim_fps"] / solo[r["round"]]
+        ref = solo.get(r["round"])
+        if r["mode"] in ("solo", "profile") or not ref or not ref["sim_fps"]:
+            continue
+        r["sim_vs_solo"] = r["sim_fps"] / ref["sim_fps"]
+        # the same simulated frames in both runs (a drape's step cost changes as it settles, and a faster run
+        # reaches later frames): solo's median step time over them / this run's
+        a, b = ({int(k): v for k, v in (x.get("frame_step_ms") or {}).items()} for x in (ref, r))   # JSON: str keys
+        common = sorted(set(a) & set(b))
+        if len(common) >= 5:
+            r["step_vs_solo_same_frames"] = (statistics.median(a[f] for f in common)
+                                             / statistics.median(b[f] for f in common))
+            r["same_frames"] = [common[0], common[-1], len(common)]
     keys = sorted({(r["variant"], r["mode"]) for r in runs}, key=lambda k: (MODES.index(k[1]), k[0]))
     for variant, mode in keys:
         xs = [r for r in runs if r["variant"] == variant and r["mode"] == mode]
         s: dict[str, object] = {"runs": len(xs)}
         for field in ("window_fps", "redraws_per_s", "window_cpu_per_s", "xvfb_cpu_per_s", "sim_fps", "sim_vs_solo",
-                      "step_ms_median", "draw_ms_median", "loop_ms", "cpu_ms"):
+                      "step_vs_solo_same_frames", "step_ms_median", "draw_ms_median", "loop_ms", "cpu_ms"):
             vals = [x[field] for x in xs if x.get(field) is not None]
             if vals:
                 s[field] = statistics.median(vals)
@@ -411,13 +425,14 @@ def _print_run(res: dict) -> None:
 def _print_summary(summary: dict) -> None:
     nan = float("nan")
     print("\n| variant / mode | window fps | 3D redraws/s | window CPU s/s | Xvfb CPU s/s | sim frames/s | sim vs solo "
-          "| step ms |\n|---|---:|---:|---:|---:|---:|---:|---:|")
+          "| solo step / step, same frames | step ms |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for key, s in summary.items():
         if key.endswith("/profile"):
             continue
         print(f"| {key} | {s.get('window_fps', nan):.1f} | {s.get('redraws_per_s', nan):.1f} | "
               f"{s.get('window_cpu_per_s', nan):.2f} | {s.get('xvfb_cpu_per_s', nan):.2f} | "
               f"{s.get('sim_fps', nan):.2f} | {s.get('sim_vs_solo', 1.0 if key.startswith('solo') else nan):.0%} | "
+              f"{s.get('step_vs_solo_same_frames', 1.0 if key.startswith('solo') else nan):.0%} | "
               f"{s.get('step_ms_median', nan):.0f} |")
     for key, s in summary.items():
         if key.endswith("/profile"):
