@@ -21,6 +21,11 @@ correction  at the finest level from the placed garment, frames and time until t
             from the next coarser level (:class:`clothsim.multires.CoarseCorrection`, ``--every``,
             ``--coarse-frames``).
 
+The same comparison through the user-facing path (clothsim.scene.Drape with refine_from: the scene's own
+checks incl. intersections, coarse levels at half the substeps handing over at 4x the thresholds) is
+``benchmarks/drape.py --refine-from 0 --compare``; ``--coarse-substeps 5 --coarse-slack 4 --refine-relax 0
+--policy scene`` here reproduces those settings.
+
 Settle times are wall and process CPU time (the machine may be shared; a Warp CPU run is one thread);
 ``--repeats`` alternates the two modes in one process and reports medians. ``--proxy-cell`` lets the levels
 before the finest collide with a vertex-clustered proxy of the body (both modes get the same set-up).
