@@ -97,6 +97,7 @@ class Renderer:
         self.max_samples = int(self.ctx.max_samples)
         self._interop = None
         self._vis_geometry = VisibilityGeometry(self.ctx)
+        self._sample_counts: dict[int, int] = {}
         lut = stored_sheen_albedo_table()
         self._sheen_lut = self.ctx.texture(lut.shape[::-1], 1, lut.tobytes(), dtype="f4")
         self._sheen_lut.filter = (self.ctx.LINEAR, self.ctx.LINEAR)
@@ -647,7 +648,8 @@ class Renderer:
         if visibility:
             # ---- compute: per pixel, reconstruct and shade each distinct triangle, resolve, tone map
             src = vis[4]
-            defines = {"SAMPLES": samples, "LIGHT_COUNT": lights.count, "SHADOWS": key_shadow,
+            defines = {"SAMPLES": self._texture_samples(samples), "LIGHT_COUNT": lights.count,
+                       "SHADOWS": key_shadow,
                        "KEY_SHADOW": key_shadow, "TRANSPARENT": s.transparent, "HAS_GROUND": draw_ground,
                        "TONEMAP": tonemap, "MERGE": self.visibility_merge, "TEX_WIDTH": TEX_WIDTH, **slot_defines(visible_items)}
             prog = self.programs.get_compute("visibility.comp", defines)
@@ -692,7 +694,8 @@ class Renderer:
             src = self._target("resolve", (w, h))[0]
             src.use()
             ctx.disable(ctx.DEPTH_TEST)
-            defines = {"SAMPLES": samples, "SLOTS": max(len(visible), 1), "GROUND_SLOT": GROUND_SLOT,
+            defines = {"SAMPLES": self._texture_samples(samples), "SLOTS": max(len(visible), 1),
+                       "GROUND_SLOT": GROUND_SLOT,
                        "LIGHT_COUNT": lights.count, "SHADOWS": key_shadow, "KEY_SHADOW": key_shadow,
                        "TRANSPARENT": s.transparent, "HAS_GROUND": draw_ground, "TONEMAP": tonemap}
             prog = self.programs.get("deferred.vert", "deferred.frag", defines)
@@ -752,6 +755,29 @@ class Renderer:
         meshes += self._vis_geometry.nbytes()
         return {"meshes": int(meshes), "textures": int(textures), "targets": int(targets),
                 "total": int(meshes + textures + targets)}
+
+    def _texture_samples(self, samples: int) -> int:
+        """The sample count of a multisampled texture asked for with ``samples`` (a driver may round
+        up: llvmpipe makes 2x textures 4x). The per-pixel passes (deferred, visibility) read every
+        sample of their targets, so their SAMPLES define is this. Asked once per count."""
+        got = self._sample_counts.get(samples)
+        if got is None:
+            ctx = self.ctx
+            tex = ctx.texture((1, 1), 1, dtype="u4", samples=samples)
+            buf = ctx.buffer(reserve=4)
+            try:
+                prog = self.programs.get_compute("texture_samples.comp")
+                tex.use(location=7)
+                _set(prog, "u_texture", 7)
+                buf.bind_to_storage_buffer(0)
+                prog.run(1, 1, 1)
+                ctx.memory_barrier()
+                got = int(np.frombuffer(buf.read(), np.int32)[0])
+            finally:
+                tex.release()
+                buf.release()
+            self._sample_counts[samples] = got = max(got, samples)
+        return got
 
     def _isotropic_sampler(self):
         """A trilinear, repeating sampler without anisotropic filtering (the visibility pass's
