@@ -116,6 +116,8 @@ def test_coarse_to_fine_drape_passes_at_the_fine_level(refined):
     # sagitta κh²/8 (h = 40 mm, κ <= 1/(5 cm) on the mannequin: 4 mm) plus the skin offset (3 mm) plus the
     # relaxation's local smoothing; bound: a quarter of a coarse edge (10 mm)
     assert r.levels[1]["switch_max_displacement_m"] < 0.25 * 0.04
+    # the switch made no cloth-cloth intersection (0 at the end implies 0 here: self-collision cannot undo one)
+    assert (r.levels[0]["switch_intersections"], r.levels[1]["switch_intersections"]) == (-1, 0)
     d = r.to_dict()
     assert d["levels"][1]["level"] == 1 and d["stopped_by"] == "settled"
 

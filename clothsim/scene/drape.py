@@ -161,6 +161,11 @@ class LevelStage:
     residual: float
     seam_gap_m: float
     switch_max_displacement_m: float = 0.0  # largest move of the switch's projection + relaxation
+    # cloth-cloth triangle intersections right after the switch into this level (sewn pairs welded; -1 for
+    # the first level): linear prolongation cuts corners, and in tight folds a chord can pass through the
+    # next layer, which self-collision then cannot undo (it keeps layers from crossing, not uncrossing)
+    switch_intersections: int = -1
+    check_s: float = 0.0  # wall time of that count (not in switch_s)
 
 
 def weld_seams(x: np.ndarray, triangles: np.ndarray, seams: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -382,7 +387,21 @@ class Drape:
         t = time.perf_counter()
         rep = self.sim.set_level(self.sim.level + 1)
         self._new_stage(time.perf_counter() - t, rep.max_displacement_m)
+        t = time.perf_counter()
+        self.stages[-1].switch_intersections = self._cloth_intersections()
+        self.stages[-1].check_s = time.perf_counter() - t
         return self.stages[-1]
+
+    def _cloth_intersections(self) -> int:
+        """Cloth-cloth triangle intersections of the level being simulated (sewn pairs welded)."""
+        from ..collision.intersections import count_self_intersections
+
+        x = self.sim.positions()
+        off = self.sim.cloth_offsets
+        cl = self.levels.cloths(self.sim.level)
+        seams = np.concatenate([c.seams + off[i] for i, c in enumerate(cl)])
+        xw, tw = weld_seams(x, self.sim.triangles, seams)
+        return int(count_self_intersections(xw, tw, device="cpu"))
 
     # ------------------------------------------------------------------ stepping
     @property
