@@ -26,15 +26,12 @@ SOFTWARE_RENDERERS = ("llvmpipe", "softpipe", "swrast", "lavapipe")
 # (where the meshes allow it) rather than deferred: 1 M triangles at 1080p on llvmpipe, 1.09-1.13 s
 # vs 1.24-1.28 s a frame (forward 2.1 s); at 100 k forward stays fastest (0.63 s, visibility 0.74 s)
 VISIBILITY_AUTO_SOFTWARE = True
-# ... and on GPUs (all densities). Off for now: on the H200 (1080p, 4x MSAA, the storage-buffer version
-# of the path, benchmarks/results/render_gpu_h200_s6.json) visibility took 6.0 ms at 1 M triangles with
-# the shadow/contact maps reused (forward 12.0) and 5.1 ms at 100 k (forward 6.8), but 19.0 / 7.6 ms
-# with the maps redrawn every frame (forward 11.9 / 6.8), the catalog's usual case (the studio rig
-# turns with the camera; a moving drape): a stall that glFinish between the passes removes (their
-# profiled sum was 8.8 ms), not yet understood. Choosing by whether this frame's maps were reused
-# would make a shot's pixels depend on what the Renderer drew before; the mode is chosen from the
-# frame's content and settings only.
-VISIBILITY_AUTO_HARDWARE = False
+# ... and on GPUs (all densities). H200, 1080p, 4x MSAA, texture-fetch version of the path
+# (benchmarks/results/render_gpu_h200_s6b.json, medians of 9 frames): 1 M triangles 7.7 ms with the
+# shadow/contact maps redrawn every frame (forward 10.6) and 4.65 ms with them reused (forward 7.6);
+# 100 k 4.3 / 3.6 ms (forward 5.3 / 4.6). The 19 ms stall of the first (storage-buffer) version
+# (render_gpu_h200_s6.json) is gone. Chosen from the frame's content and settings only.
+VISIBILITY_AUTO_HARDWARE = True
 
 @dataclass(frozen=True)
 class RenderSettings:
