@@ -33,3 +33,20 @@ def create_headless_context(backend: str = "egl"):
             f"CPU; on NVIDIA machines the driver provides EGL)."
         ) from e
     return ctx
+
+
+def upload_indices(ctx, gm, triangles) -> None:
+    """Put ``triangles`` (M, 3) int32 in the GL mesh ``gm``'s index buffer: rewritten in place when the size
+    is unchanged, else re-created with the VAOs that referenced it released. ``gm`` holds ``ibo``,
+    ``vaos`` (dict), ``index_count`` and ``triangles_ref`` (the array last uploaded)."""
+    if gm.ibo is not None and gm.index_count == triangles.size:
+        gm.ibo.write(triangles.tobytes())
+    else:
+        if gm.ibo is not None:
+            gm.ibo.release()
+        for vao in gm.vaos.values():
+            vao.release()
+        gm.vaos.clear()
+        gm.ibo = ctx.buffer(triangles.tobytes())
+    gm.index_count = triangles.size
+    gm.triangles_ref = triangles

@@ -25,7 +25,7 @@ import numpy as np
 import clothsim as cs
 
 from .camera import Camera
-from .gl import create_headless_context
+from .gl import create_headless_context, upload_indices
 from .material import EmbeddedImage, Material, MeshItem, srgb_to_linear
 from .settings import (  # noqa: F401  (RenderSettings and the constants are re-exported from here)
     DEFERRED_MIN_TRIANGLES_PER_PIXEL, GL_SRGB8_ALPHA8, MAX_IMAGE_SIDE, SHADING, SOFTWARE_RENDERERS, TONEMAPS,
@@ -251,17 +251,7 @@ class Renderer:
             gm.vertex_count = n
             gm.triangles_ref = gm.vertices_ref = None
         if gm.triangles_ref is not item.triangles:
-            if gm.ibo is not None and gm.index_count == item.triangles.size:
-                gm.ibo.write(item.triangles.tobytes())
-            else:
-                if gm.ibo is not None:
-                    gm.ibo.release()
-                for vao in gm.vaos.values():
-                    vao.release()
-                gm.vaos.clear()
-                gm.ibo = ctx.buffer(item.triangles.tobytes())
-            gm.index_count = item.triangles.size
-            gm.triangles_ref = item.triangles
+            upload_indices(ctx, gm, item.triangles)
             gm.version = next(_VERSIONS)
         if upload and gm.vertices_ref is not item.vertices:
             # CPU path: a plain upload of positions and normals (the GPU path is render.interop)

@@ -49,6 +49,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..camera import Camera
+from ..gl import upload_indices
 from ..lighting import Light, StudioRig
 from ..material import MeshItem, srgb_to_linear
 from ..settings import _bounds, _ortho, vertex_normals
@@ -166,17 +167,7 @@ class PreviewPainter:
             gm.vertex_count = n
             gm.vertices_ref = gm.triangles_ref = None
         if gm.triangles_ref is not item.triangles:
-            if gm.ibo is not None and gm.index_count == item.triangles.size:
-                gm.ibo.write(item.triangles.tobytes())
-            else:
-                if gm.ibo is not None:
-                    gm.ibo.release()
-                for vao in gm.vaos.values():
-                    vao.release()
-                gm.vaos.clear()
-                gm.ibo = ctx.buffer(item.triangles.tobytes())
-            gm.index_count = item.triangles.size
-            gm.triangles_ref = item.triangles
+            upload_indices(ctx, gm, item.triangles)
             gm.vertices_ref = None      # normals depend on the triangles too
             gm.closed = is_closed_outward(item.vertices, item.triangles)
         if gm.vertices_ref is not item.vertices:
