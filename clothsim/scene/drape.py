@@ -320,22 +320,11 @@ class Drape:
     def _init_refine(self, scene: Scene, r: int, k: int, refine_relax: int | None) -> None:
         """A :class:`clothsim.multires.MultiResSimulator` over the pattern hierarchies, starting at level r."""
         from ..colliders import Collider
-        from ..garments import load_pattern
-        from ..garments.hierarchy import GarmentHierarchy
-        from ..multires import LevelSet, MultiResSimulator
+        from ..multires import MultiResSimulator
         from . import sources
 
         s = scene.simulation
-        levels = sources.DEFAULT_LEVELS
-        hs = [GarmentHierarchy(load_pattern(g.pattern), levels) for g in scene.garments]
-        self._built: dict[int, list] = {}
-
-        def build(i):
-            bg = [sources.build_garment(scene, spec, i, self.body) for spec in scene.garments]
-            self._built[i] = bg
-            return [b.cloth for b in bg]
-
-        self.levels = LevelSet(build, lambda src, dst, g: hs[g].mapping(src, dst), len(levels), levels, name=scene.name)
+        self.levels, self._built = sources.scene_level_set(scene, self.body)
         self.fine_level = k
         self.start_level = r
         relax_kw = {} if refine_relax is None else {"relax_substeps": int(refine_relax)}

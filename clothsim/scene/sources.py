@@ -210,3 +210,23 @@ def build_garment(scene: Scene, g: GarmentSpec, level, body: Body) -> BuiltGarme
     if len(cloth.pins):
         cloth.pin_targets = cloth.pin_targets + np.asarray(g.offset)
     return BuiltGarment(name=g.name, cloth=cloth, level=k, edge_length=levels[k], uv=mesh.rest_uv)
+
+
+def scene_level_set(scene: Scene, body) -> tuple[Any, dict]:
+    """The scene's pattern garments as a :class:`clothsim.multires.LevelSet` over DEFAULT_LEVELS on ``body``
+    (garment i's level mapping from its pattern hierarchy), and the dict the builder fills with each built
+    level's BuiltGarments (level index -> list), for callers that need the garments' seams and names."""
+    from ..garments import load_pattern
+    from ..garments.hierarchy import GarmentHierarchy
+    from ..multires import LevelSet
+
+    levels = DEFAULT_LEVELS
+    hs = [GarmentHierarchy(load_pattern(g.pattern), levels) for g in scene.garments]
+    built: dict[int, list] = {}
+
+    def build(i):
+        bg = [build_garment(scene, spec, i, body) for spec in scene.garments]
+        built[i] = bg
+        return [b.cloth for b in bg]
+
+    return LevelSet(build, lambda src, dst, g: hs[g].mapping(src, dst), len(levels), levels, name=scene.name), built

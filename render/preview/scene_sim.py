@@ -34,9 +34,6 @@ class LevelledScene:
 
         from clothsim import Collider, MultiResSimulator
         from clothsim.errors import InputError
-        from clothsim.garments import load_pattern
-        from clothsim.garments.hierarchy import GarmentHierarchy
-        from clothsim.multires import LevelSet
         from clothsim.scene import sources
 
         t0 = time.perf_counter()
@@ -45,22 +42,11 @@ class LevelledScene:
         self.scene = scene
         self.body = sources.build_body(scene)
         levels = sources.DEFAULT_LEVELS
-        hs = [GarmentHierarchy(load_pattern(g.pattern), levels) for g in scene.garments]
-        self._built: dict[int, list] = {}
-
-        def build(i):
-            bg = [sources.build_garment(scene, spec, i, self.body) for spec in scene.garments]
-            self._built[i] = bg
-            return [b.cloth for b in bg]
-
-        def embedding(src, dst, g):
-            return hs[g].mapping(src, dst)
-
+        self.levels, self._built = sources.scene_level_set(scene, self.body)
         k = sources._level_index(levels, scene.garments[0], level, f"{scene.path}: garments.{scene.garments[0].name}")
         s = scene.simulation
         dev = device or s.device
         self.device = str(wp.get_preferred_device()) if dev == "auto" else dev
-        self.levels = LevelSet(build, embedding, len(levels), levels, name=scene.name)
         self.sim = MultiResSimulator(self.levels, level=k, device=self.device, dt=s.dt, substeps=s.substeps,
                                      iterations=s.iterations, ground=s.ground, self_collision=s.self_collision,
                                      contact_stiffness=s.contact_stiffness, contact_damping=s.contact_damping,
