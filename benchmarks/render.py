@@ -10,12 +10,18 @@ image back to numpy every frame. Ours additionally renders its ground contact-sh
     python benchmarks/render.py --sizes 100k --frames 7 --out benchmarks/results
 
 Variants timed for ours: "static" (mesh uploaded once, as pyrender's static scene; default
-settings: shading "auto", shadow/contact maps reused while nothing moved), "fresh_maps" (the same
-with the maps redrawn every frame, as pyrender does), "forward", "deferred" and "visibility" (that
-shading mode, maps redrawn), "visibility_static" (visibility, maps reused) and "upload" (new
+settings: shading "auto", raster "auto", shadow/contact maps reused while nothing moved), "fresh_maps"
+(the same with the maps redrawn every frame, as pyrender does), "forward", "deferred" and
+"visibility" (that shading mode, maps redrawn, GL rasteriser: raster "hardware"),
+"visibility_static" (visibility, maps reused, GL rasteriser), "visibility_compute" /
+"visibility_compute_static" (visibility with the compute rasteriser for the ids and the maps: maps
+redrawn / reused; render.raster), "visibility_compute32" / "visibility_compute32_static" (the same
+with the two 32-bit passes forced where 64-bit atomics exist), "forward_compute_maps" (forward
+shading, maps by the compute rasteriser) and "upload" (new
 positions every frame: upload + CPU normals + maps redrawn, the catalog/turntable case of a moving
-drape); on CUDA with --warp also "warp" and "warp_visibility" (positions copied from a Warp CUDA
-array through GL interop; auto / visibility shading) and "visibility_finish_maps" /
+drape); on CUDA with --warp also "warp", "warp_visibility" and "warp_compute" (positions copied from a Warp CUDA
+array through GL interop; auto / visibility with the GL rasteriser / visibility with the compute
+rasteriser, maps reused) and "visibility_finish_maps" /
 "visibility_finish_main" (visibility, maps redrawn, glFinish after the map passes / the id pass: a
 stall diagnostic). ``--cases`` times a subset. ``--baseline-root DIR`` adds
 "baseline": the renderer of another checkout (e.g. ``git worktree add /tmp/base <commit>``), run in
@@ -78,11 +84,15 @@ def ours_settings(w, h):
 
     s = RenderSettings(width=w, height=h, samples=4, shadows=True, ground=True)
     fresh = {**s.__dict__, "reuse_maps": False}
+    hw = {"raster": "hardware"}
     return {"static": s, "fresh_maps": RenderSettings(**fresh),
-            "forward": RenderSettings(**{**fresh, "shading": "forward"}),
-            "deferred": RenderSettings(**{**fresh, "shading": "deferred"}),
-            "visibility": RenderSettings(**{**fresh, "shading": "visibility"}),
-            "visibility_static": RenderSettings(**{**s.__dict__, "shading": "visibility"})}
+            "forward": RenderSettings(**{**fresh, "shading": "forward", **hw}),
+            "deferred": RenderSettings(**{**fresh, "shading": "deferred", **hw}),
+            "visibility": RenderSettings(**{**fresh, "shading": "visibility", **hw}),
+            "visibility_static": RenderSettings(**{**s.__dict__, "shading": "visibility", **hw}),
+            "visibility_compute": RenderSettings(**{**fresh, "shading": "visibility", "raster": "compute"}),
+            "visibility_compute_static": RenderSettings(**{**s.__dict__, "shading": "visibility", "raster": "compute"}),
+            "forward_compute_maps": RenderSettings(**{**fresh, "shading": "forward", "raster": "compute"})}
 
 
 def ours_cases(r, verts, tris, camera, w, h, warp_device=None, breakdown=False) -> dict:
@@ -103,6 +113,18 @@ def ours_cases(r, verts, tris, camera, w, h, warp_device=None, breakdown=False) 
 
     cases = {name: (lambda st=st: r.render([item], camera, st)) for name, st in ss.items()}
     cases["upload"] = upload
+
+    def compute32(settings):
+        def frame():   # the two 32-bit passes (depth, then id) where 64-bit atomics exist too
+            r.compute_raster.use_int64, keep = False, r.compute_raster.use_int64
+            try:
+                r.render([item], camera, settings)
+            finally:
+                r.compute_raster.use_int64 = keep
+        return frame
+
+    cases["visibility_compute32"] = compute32(ss["visibility_compute"])
+    cases["visibility_compute32_static"] = compute32(ss["visibility_compute_static"])
     if warp_device:
         import warp as wp
 
@@ -122,6 +144,13 @@ def ours_cases(r, verts, tris, camera, w, h, warp_device=None, breakdown=False) 
             wp.synchronize_device(warp_device)
 
         cases["warp_visibility"] = warp_visibility_frame
+
+        def warp_compute_frame():
+            flip[0] ^= 1
+            r.render([warp_item], camera, ss["visibility_compute_static"], device_positions={"sheet_warp": xs[flip[0]]})
+            wp.synchronize_device(warp_device)
+
+        cases["warp_compute"] = warp_compute_frame
 
         def finishing(passes, settings):
             def frame():
@@ -268,7 +297,7 @@ def profile_ours(r, verts, tris, camera, w, h, frames: int, only=None) -> dict:
                 r.render([item], camera, s)
                 for k, v in r.stats.items():
                     passes.setdefault(k, []).append(1e3 * v)
-            out[name] = {"shading": r.frame_info["shading"], "passes_ms": {k: statistics.median(v) for k, v in passes.items()}}
+            out[name] = {"shading": r.frame_info["shading"], "raster": r.frame_info.get("raster"), "passes_ms": {k: statistics.median(v) for k, v in passes.items()}}
     finally:
         r.profile = False
     ref = images["forward"].astype(np.int16)
@@ -317,6 +346,8 @@ def bench_scene(verts, tris, camera, w, h, warmup, frames, warp_device, breakdow
                     times[k].append(fn() if k in timed_by_worker else _time(fn))
             with r.ctx:
                 gl = r.ctx.info["GL_RENDERER"]
+            result["compute_raster"] = {"int64_atomics": r.compute_raster.use_int64,
+                                        "int64_error": r.compute_raster.int64_error}
             if profile:
                 result["profile"], images = profile_ours(r, verts, tris, camera, w, h, max(3, frames // 2), only)
                 if baseline_root is not None:
@@ -369,7 +400,7 @@ def main(argv=None) -> None:
         med = {k: 1e3 * statistics.median(v) for k, v in times.items()}
         entry = {"scene": name, "triangles": int(len(tris)), "vertices": int(len(verts)),
                  "width": args.width, "height": args.height, "msaa": 4, "gl_renderer": res["gl_renderer"],
-                 "times_s": times, "median_ms": med}
+                 "times_s": times, "median_ms": med, "compute_raster": res.get("compute_raster")}
         if "pyrender" in times:
             per_frame = [p / o for p, o in zip(times["pyrender"], times["static"])]
             entry["ratio_pyrender_over_ours_static"] = med["pyrender"] / med["static"]
@@ -408,7 +439,7 @@ def main(argv=None) -> None:
         for name, pr in e.get("profile", {}).items():
             passes = ", ".join(f"{k} {v:.1f}" for k, v in pr["passes_ms"].items())
             diff = pr["vs_forward"]
-            print(f"{e['scene']:>5} profile {name} ({pr['shading']}): {passes} ms; vs forward: max {diff['max']}, "
+            print(f"{e['scene']:>5} profile {name} ({pr['shading']}, {pr.get('raster')}): {passes} ms; vs forward: max {diff['max']}, "
                   f"mean {diff['mean']:.3f}, {diff['pixels_over_8']} px > 8"
                   + (f"; vs baseline: max {pr['vs_baseline']['max']}, mean {pr['vs_baseline']['mean']:.3f}, "
                      f"{pr['vs_baseline']['pixels_over_8']} px > 8" if "vs_baseline" in pr else ""))

@@ -28,9 +28,11 @@ from .camera import Camera
 from .gl import create_headless_context, upload_indices
 from .material import EmbeddedImage, Material, MeshItem, srgb_to_linear
 from .settings import (  # noqa: F401  (RenderSettings and the constants are re-exported from here)
-    DEFERRED_MIN_TRIANGLES_PER_PIXEL, GL_SRGB8_ALPHA8, MAX_IMAGE_SIDE, SHADING, SOFTWARE_RENDERERS, TONEMAPS,
-    VISIBILITY_AUTO_HARDWARE, VISIBILITY_AUTO_SOFTWARE, RenderSettings, _bounds, _ortho, vertex_normals,
+    DEFERRED_MIN_TRIANGLES_PER_PIXEL, GL_SRGB8_ALPHA8, MAX_IMAGE_SIDE, RASTER_AUTO_HARDWARE_GPU, RASTER_AUTO_SOFTWARE,
+    RASTERS, SHADING, SOFTWARE_RENDERERS, TONEMAPS, VISIBILITY_AUTO_HARDWARE, VISIBILITY_AUTO_SOFTWARE, RenderSettings,
+    _bounds, _ortho, vertex_normals,
 )
+from .raster import ComputeRaster
 from .shaders import ProgramCache
 from .sheen import stored_sheen_albedo_table
 from .visibility import (GEOMETRY_UNIT, GROUND_OBJECT, LOCAL_SIZE, MAX_TEXTURED_SLOT, TEX_WIDTH, VisibilityGeometry, material_uniforms,
@@ -97,6 +99,8 @@ class Renderer:
         self.max_samples = int(self.ctx.max_samples)
         self._interop = None
         self._vis_geometry = VisibilityGeometry(self.ctx)
+        #: the compute rasteriser (RenderSettings.raster; render.raster)
+        self.compute_raster = ComputeRaster(self.ctx, self.programs)
         self._sample_counts: dict[int, int] = {}
         lut = stored_sheen_albedo_table()
         self._sheen_lut = self.ctx.texture(lut.shape[::-1], 1, lut.tobytes(), dtype="f4")
@@ -145,6 +149,7 @@ class Renderer:
             self._interop.release()
             self._interop = None
         self._vis_geometry.release()
+        self.compute_raster.release()
         for mesh in self._meshes.values():
             mesh.release()
         self._meshes.clear()
@@ -181,6 +186,9 @@ class Renderer:
                 depth = ctx.depth_renderbuffer(size, samples=samples)
                 out = ctx.texture(size, 4)
                 objs = (ctx.framebuffer([ids], depth), ids, depth, out, ctx.framebuffer([out]))
+            elif kind == "visibility_out":   # the shaded RGBA8 image of the compute-raster visibility path
+                out = ctx.texture(size, 4)
+                objs = (out, ctx.framebuffer([out]))
             elif kind == "resolve":
                 color = ctx.renderbuffer(size, 4)
                 objs = (ctx.framebuffer([color]), color)
@@ -357,6 +365,8 @@ class Renderer:
         ctx = self.ctx
         clock = [time.perf_counter()]
         self.frame_info = {"shadow_map": "none", "contact_map": "none"}
+        compute = self._raster_mode(s) == "compute"
+        self.frame_info["raster"] = "compute" if compute else "hardware"
         if self.profile:
             self.stats = {}
 
@@ -424,13 +434,17 @@ class Renderer:
             versions = tuple(gm.version for gm in gms)
             map_key = ("shadow", versions, light_vp.tobytes())
             target_key = ("depth", (s.shadow_map_size, s.shadow_map_size), 0)
+            map_key = map_key + (compute,)
             if not s.reuse_maps or self._map_keys.get(target_key) != map_key:
-                fbo = shadow_objs[0]
-                fbo.use()
-                fbo.clear(depth=1.0)
-                ctx.enable(ctx.DEPTH_TEST)
-                ctx.disable(ctx.CULL_FACE)
-                self._draw_depth(meshes, gms, light_vp)
+                if compute:
+                    self.compute_raster.depth_map(gms, light_vp, (s.shadow_map_size, s.shadow_map_size), shadow_objs[1])
+                else:
+                    fbo = shadow_objs[0]
+                    fbo.use()
+                    fbo.clear(depth=1.0)
+                    ctx.enable(ctx.DEPTH_TEST)
+                    ctx.disable(ctx.CULL_FACE)
+                    self._draw_depth(meshes, gms, light_vp)
                 self._map_keys[target_key] = map_key
                 self.frame_info["shadow_map"] = "drawn"
             else:
@@ -447,9 +461,15 @@ class Renderer:
                            up=(0.0, 0.0, -1.0), name="contact")
             contact_vp = _ortho(-c_half, c_half, -c_half, c_half, 0.0, 12.0 * contact_h0) @ c_cam.view_matrix()
             contact_objs = self._target("contact", (s.contact_map_size, s.contact_map_size))
-            map_key = ("contact", tuple(gm.version for gm in gms), contact_vp.tobytes(), ground_y, contact_h0)
+            map_key = ("contact", tuple(gm.version for gm in gms), contact_vp.tobytes(), ground_y, contact_h0, compute)
             target_key = ("contact", (s.contact_map_size, s.contact_map_size), 0)
-            if not s.reuse_maps or self._map_keys.get(target_key) != map_key:
+            if compute and (not s.reuse_maps or self._map_keys.get(target_key) != map_key):
+                self.compute_raster.contact_map(gms, contact_vp, (s.contact_map_size, s.contact_map_size), ground_y,
+                                                contact_h0, contact_objs[1])
+                contact_objs[1].build_mipmaps()
+                self._map_keys[target_key] = map_key
+                self.frame_info["contact_map"] = "drawn"
+            elif not s.reuse_maps or self._map_keys.get(target_key) != map_key:
                 contact_objs[0].use()
                 contact_objs[0].clear(0.0, 0.0, 0.0, 0.0)
                 ctx.disable(ctx.DEPTH_TEST)
@@ -489,6 +509,9 @@ class Renderer:
             fbo = g[0]
             fbo.use()
             fbo.clear(0.0, 0.0, 0.0, 0.0, depth=1.0)       # slot 0: nothing drawn
+        elif visibility and compute:   # ids from the compute rasteriser (after the loop below)
+            fbo = None
+            vis = (None, None, None, *self._target("visibility_out", (w, h)))
         elif visibility:
             vis = self._target("visibility", (w, h), samples)
             fbo = vis[0]
@@ -562,6 +585,8 @@ class Renderer:
             if mat.textured and not uv_ok:
                 raise cs.InputError(f"mesh {item.name!r}: material {mat.name!r} has textures but the mesh has no uvs")
             uv_ok = uv_ok and mat.textured
+            if visibility and compute:
+                continue
             if visibility:   # positions only; the compute pass fetches the rest by triangle id
                 prog = self.programs.get("depth.vert", "visibility.frag")
                 _set(prog, "u_view_proj", _f32(view_proj))
@@ -602,7 +627,13 @@ class Renderer:
             fbo.use()
             self._vao(gm, prog, uv_ok, False).render()
 
-        if draw_ground:
+        vis_ids = None
+        if visibility and compute:
+            vis_gms = [gm for item, gm in zip(meshes, gms) if item.material.visible]
+            ground = (ground_y, (s_lo[0], s_lo[2], s_hi[0], s_hi[2])) if draw_ground else None
+            vis_ids, vis_samples = self.compute_raster.ids(vis_gms, [object_bits(k) for k in range(len(vis_gms))],
+                                                           view_proj, (w, h), samples, ground)
+        elif draw_ground:
             if visibility:
                 prog = self.programs.get("ground.vert", "visibility.frag")
                 _set(prog, "u_view_proj", _f32(view_proj))
@@ -638,7 +669,8 @@ class Renderer:
         if visibility:
             # ---- compute: per pixel, reconstruct and shade each distinct triangle, resolve, tone map
             src = vis[4]
-            defines = {"SAMPLES": self._texture_samples(samples), "LIGHT_COUNT": lights.count,
+            defines = {"SAMPLES": vis_samples if vis_ids is not None else self._texture_samples(samples),
+                       "COMPUTE_IDS": vis_ids is not None, "LIGHT_COUNT": lights.count,
                        "SHADOWS": key_shadow,
                        "KEY_SHADOW": key_shadow, "TRANSPARENT": s.transparent, "HAS_GROUND": draw_ground,
                        "TONEMAP": tonemap, "MERGE": self.visibility_merge, "TEX_WIDTH": TEX_WIDTH, **slot_defines(visible_items)}
@@ -666,8 +698,11 @@ class Renderer:
                         if iso is not None:
                             iso.use(location=unit + k)
                             iso_units.append(unit + k)
-            vis[1].use(location=7)
-            _set(prog, "u_vis", 7)
+            if vis_ids is not None:
+                vis_ids.bind_to_storage_buffer(4)
+            else:
+                vis[1].use(location=7)
+                _set(prog, "u_vis", 7)
             vis[3].bind_to_image(0, read=False, write=True)
             inv_vp = np.linalg.inv(view_proj)
             _set(prog, "u_inv_view_proj", _f32(inv_vp))
@@ -741,8 +776,9 @@ class Renderer:
             kind, (w, h), samples = key
             px = w * h * max(int(samples), 1)
             targets += {"msaa": 8 * px, "resolve": 4 * px, "depth": 4 * px, "contact": int(2 * px * 4 / 3),
-                        "gbuffer": 36 * px, "visibility": 8 * px + 4 * w * h}[kind]
+                        "gbuffer": 36 * px, "visibility": 8 * px + 4 * w * h, "visibility_out": 4 * px}[kind]
         meshes += self._vis_geometry.nbytes()
+        targets += self.compute_raster.nbytes()
         return {"meshes": int(meshes), "textures": int(textures), "targets": int(targets),
                 "total": int(meshes + textures + targets)}
 
@@ -794,6 +830,14 @@ class Renderer:
         if tris < DEFERRED_MIN_TRIANGLES_PER_PIXEL * pixels:
             return "forward"
         return "visibility" if reason is None and VISIBILITY_AUTO_SOFTWARE else "deferred"
+
+    def _raster_mode(self, s: RenderSettings) -> str:
+        """How this frame's id pass and depth-only maps are rasterised: "compute" or "hardware"
+        (RenderSettings.raster; "auto" as documented there)."""
+        if s.raster != "auto":
+            return s.raster
+        auto = RASTER_AUTO_SOFTWARE if self.software_raster else RASTER_AUTO_HARDWARE_GPU
+        return "compute" if auto else "hardware"
 
     def _ground_vao(self, prog):
         key = ("ground", id(prog))

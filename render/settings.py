@@ -15,6 +15,11 @@ MAX_IMAGE_SIDE = 8192
 GL_SRGB8_ALPHA8 = 0x8C43
 TONEMAPS = {"neutral": 0, "filmic": 1}
 SHADING = ("auto", "deferred", "forward", "visibility")
+RASTERS = ("auto", "compute", "hardware")
+# raster "auto": the compute rasteriser (render.raster) on GPUs (not on software rasterisers, where
+# the GL rasteriser is itself a multithreaded binning rasteriser on the CPU; see benchmarks/render.py)
+RASTER_AUTO_HARDWARE_GPU = True
+RASTER_AUTO_SOFTWARE = False
 # "auto": deferred from this many triangles per image pixel on (1080p llvmpipe, shadows: forward was
 # 1.17x faster at 0.05 triangles/px (100 k), deferred 1.8x faster at 0.48 (1 M); see benchmarks/render.py)
 DEFERRED_MIN_TRIANGLES_PER_PIXEL = 0.2
@@ -58,6 +63,12 @@ class RenderSettings:
             have >= DEFERRED_MIN_TRIANGLES_PER_PIXEL triangles per image pixel, where small
             triangles make forward shading wasteful, else forward; on a GPU forward, or visibility
             with VISIBILITY_AUTO_HARDWARE). Same image within a few levels at edges.
+        raster: how the id pass (visibility shading) and the depth-only shadow and contact maps
+            are rasterised: "compute" (a compute shader per triangle, render.raster: on GPUs whose
+            graphics pipeline runs on a few units, such as the H100/H200, it is not bound by their
+            triangle rate), "hardware" (the GL rasteriser) or "auto" (default: compute on GPUs,
+            hardware on software rasterisers such as llvmpipe). The same ids and depths up to
+            samples exactly on a shared edge or at equal depth.
         reuse_maps: keep the key shadow map and the contact map while the meshes' positions and
             the light's projection are unchanged (views of one drape under scene lights, or the
             same view again); False redraws them every frame.
@@ -80,6 +91,7 @@ class RenderSettings:
     rig: StudioRig | SceneLights = field(default_factory=StudioRig)
     shading: str = "auto"
     reuse_maps: bool = True
+    raster: str = "auto"
 
     def __post_init__(self) -> None:
         for key in ("width", "height"):
@@ -90,6 +102,8 @@ class RenderSettings:
             raise cs.InputError(f"tonemap must be one of {', '.join(TONEMAPS)}, got {self.tonemap!r}")
         if self.shading not in SHADING:
             raise cs.InputError(f"shading must be one of {', '.join(SHADING)}, got {self.shading!r}")
+        if self.raster not in RASTERS:
+            raise cs.InputError(f"raster must be one of {', '.join(RASTERS)}, got {self.raster!r}")
         if self.samples < 1:
             raise cs.InputError(f"samples must be >= 1, got {self.samples}")
         object.__setattr__(self, "background", parse_colour(self.background))

@@ -9,6 +9,8 @@
 // goes to u_out. The forward pass also shades at the pixel centre, extrapolating the triangle's
 // plane, so an unmerged frame matches it up to float rounding and its resolve's 8-bit rounding.
 // The floor's samples (one id) are shaded once.
+// COMPUTE_IDS: the ids come from the compute rasteriser's storage buffer (render.raster), not the
+// MSAA texture.
 // MERGE: samples of distinct triangles of one mesh that share a vertex share one shading.
 // Defines: SAMPLES, SLOTS (meshes), TEX_WIDTH, UV_MASK, BASE_TEX_MASK, NORMAL_MAP_MASK,
 // MR_TEX_MASK (bit k: slot k has uvs / that texture; textured slots are 0..5, their textures on
@@ -28,7 +30,12 @@ layout(local_size_x = 8, local_size_y = 8) in;
 #define GROUND_OBJECT 255u
 #define DERIV_STEP 0.125                 // pixels: the step of the derivatives' difference quotients
 
+#ifdef COMPUTE_IDS
+// the compute rasteriser's ids (render.raster): (id, depth bits) per sample, pixel-major; 0xFFFFFFFF = none
+layout(std430, binding = 4) readonly buffer VisIds { uvec2 vis_ids[]; };
+#else
 uniform usampler2DMS u_vis;                         // triangle id per sample (visibility.frag)
+#endif
 layout(rgba8, binding = 0) writeonly uniform image2D u_out;   // premultiplied display colour
 
 // mesh data of all slots, TEX_WIDTH texels a row (render.visibility.VisibilityGeometry): each
@@ -219,7 +226,12 @@ void main() {
     vec4 acc = vec4(0.0);
     int todo = 0;                                  // bit s: sample s still needs a colour
     for (int s = 0; s < SAMPLES; ++s) {
+#ifdef COMPUTE_IDS
+        ids[s] = vis_ids[uint(px.y * u_size.x + px.x) * uint(SAMPLES) + uint(s)].x;
+        if (ids[s] == 0xFFFFFFFFu) ids[s] = 0u;
+#else
         ids[s] = texelFetch(u_vis, px, s).r;
+#endif
         if (ids[s] == 0u) acc += u_clear;          // nothing drawn there: the backdrop
         else todo |= 1 << s;
     }
