@@ -112,3 +112,17 @@ def weld_representatives(n: int, pairs: np.ndarray) -> np.ndarray:
     smallest = np.full(label.max() + 1, n, dtype=np.int64)
     np.minimum.at(smallest, label, np.arange(n))
     return smallest[label]
+
+
+def panels(n: int, triangles: np.ndarray) -> np.ndarray:
+    """Connected piece ("panel") of each of ``n`` vertices through the triangles (seams do not join
+    pieces); shape (n,) int32. A vertex in no triangle is a piece of its own."""
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    t = np.asarray(triangles, dtype=np.int64).reshape(-1, 3)
+    a = np.concatenate([t[:, 0], t[:, 1]])
+    b = np.concatenate([t[:, 1], t[:, 2]])
+    g = coo_matrix((np.ones(len(a)), (a, b)), shape=(n, n))
+    _, label = connected_components(g, directed=False)
+    return label.astype(np.int32)

@@ -160,3 +160,50 @@ def test_overflow_and_grow(cloth, device):
     before = det.capacities
     after = det.grow()
     assert all(after[k] == 2 * before[k] for k in before)
+
+
+def test_rest_neighbours_are_left_out(cloth, device):
+    """detect(rest_radius=RR): pairs closer than RR in the rest shape (the flat grid before folding) are not
+    contacts; every other pair within R still is, and min_dist counts only the kept pairs (same brute-force
+    reference, with the rest-shape distance of each pair computed the same way on the flat grid)."""
+    x, tris, edges, _ = cloth
+    n = int(round(np.sqrt(len(x))))
+    u, v = np.meshgrid(np.linspace(0, 1, n), np.linspace(0, 1, n), indexing="ij")
+    rest = np.stack([u, v, np.zeros_like(u)], -1).reshape(-1, 3)
+    rr = 0.1  # just over one grid spacing (1/11 m): the ring and the triangles just beyond it
+    (vi, ti, dvt), (ei, fi, dee), _ = reference(x, tris, edges, R)
+    (rvi, rti, rvt), (rei, rfi, ree), _ = reference(rest.astype(np.float32), tris, edges, R)
+    assert (rvi == vi).all() and (rti == ti).all() and (rei == ei).all() and (rfi == fi).all()
+    keep_vt, keep_ee = rvt >= rr, ree >= rr
+    assert ((dvt < R) & ~keep_vt).sum() > 100 and ((dvt < R) & keep_vt).sum() > 100  # both kinds present
+    det = SelfContactDetector(len(x), tris, edges, vertex_capacity=64, edge_capacity=64, device=device,
+                              positions=x, rest=rest, panel=np.zeros(len(x), np.int32))
+    det.detect(wp.array(x, dtype=wp.vec3, device=device), R, rest_radius=rr)
+    got = det.lists_numpy()
+    # pairs within AMBIG of rr in the rest shape may fall either way in float32: leave them out of both sets
+    clear_vt = np.abs(rvt - rr) > AMBIG
+    clear_ee = np.abs(ree - rr) > AMBIG
+    vt_in = lambda m: (vi[m], ti[m], dvt[m])  # noqa: E731
+    a, b, d = vt_in(keep_vt & clear_vt)
+    check_lists(got["vt"], a, b, d, len(x), R)
+    check_lists(got["tv"], b, a, d, len(tris), R)
+    ee_in = keep_ee & clear_ee
+    check_lists(got["ee"], ei[ee_in], fi[ee_in], dee[ee_in], len(edges), R)
+    # nothing that is a rest neighbour is listed
+    for vv, tt in zip(vi[~keep_vt & clear_vt], ti[~keep_vt & clear_vt]):
+        assert tt not in set(got["vt"][vv].tolist())
+    md = np.full(len(x), R)
+    np.minimum.at(md, vi[keep_vt], dvt[keep_vt])
+    for k in range(3):
+        np.minimum.at(md, tris[ti[keep_vt], k], dvt[keep_vt])
+    for k in range(2):
+        np.minimum.at(md, edges[ei[keep_ee], k], dee[keep_ee])
+    ambiguous = np.zeros(len(x), bool)
+    for k in range(3):
+        ambiguous[tris[ti[~clear_vt], k]] = True
+    ambiguous[vi[~clear_vt]] = True
+    ambiguous[edges[ei[~clear_ee]].ravel()] = True
+    np.testing.assert_allclose(got["min_dist"][~ambiguous], np.minimum(md, R)[~ambiguous], atol=1e-5)
+    with pytest.raises(ValueError, match="rest shape"):
+        SelfContactDetector(len(x), tris, edges, device=device, positions=x).detect(
+            wp.array(x, dtype=wp.vec3, device=device), R, rest_radius=rr)

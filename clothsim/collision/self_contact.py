@@ -95,12 +95,37 @@ def _record_overflow(count: int, capacity: int, kind: int, overflow: wp.array(dt
         wp.atomic_max(required, kind, count)
 
 
+@wp.func
+def rest_neighbour_triangle(v: int, i0: int, i1: int, i2: int, rest: wp.array(dtype=wp.vec3),
+                            panel: wp.array(dtype=wp.int32), rest_radius: float):
+    """Vertex v and triangle (i0, i1, i2) lie closer than ``rest_radius`` in the rest shape of one panel:
+    neighbours, not contacts (only a fold tighter than the radius could bring them together)."""
+    if panel[v] != panel[i0]:
+        return False
+    p = rest[v]
+    cp, w = closest_point_triangle(p, rest[i0], rest[i1], rest[i2])
+    return wp.length(p - cp) < rest_radius
+
+
+@wp.func
+def rest_neighbour_edges(i0: int, i1: int, j0: int, j1: int, rest: wp.array(dtype=wp.vec3),
+                         panel: wp.array(dtype=wp.int32), rest_radius: float):
+    """Edges (i0, i1) and (j0, j1) lie closer than ``rest_radius`` in the rest shape of one panel."""
+    if panel[i0] != panel[j0]:
+        return False
+    s, u, d = closest_points_edge_edge(rest[i0], rest[i1], rest[j0], rest[j1])
+    return d < rest_radius
+
+
 @wp.kernel
 def vertex_triangle_kernel(
     triangle_bvh: wp.uint64,
     points: wp.array(dtype=wp.vec3),
     triangles: wp.array2d(dtype=wp.int32),
     weld: wp.array(dtype=wp.int32),
+    rest: wp.array(dtype=wp.vec3),
+    panel: wp.array(dtype=wp.int32),
+    rest_radius: float,
     radius: float,
     capacity: int,
     vt_count: wp.array(dtype=wp.int32),
@@ -125,6 +150,9 @@ def vertex_triangle_kernel(
             continue
         cp, w = closest_point_triangle(p, points[i0], points[i1], points[i2])
         d = wp.length(p - cp)
+        if d < radius and rest_radius > 0.0:
+            if rest_neighbour_triangle(v, i0, i1, i2, rest, panel, rest_radius):
+                continue
         if d < radius:
             if count < capacity:
                 vt_tri[v * capacity + count] = t
@@ -141,6 +169,9 @@ def triangle_vertex_kernel(
     points: wp.array(dtype=wp.vec3),
     triangles: wp.array2d(dtype=wp.int32),
     weld: wp.array(dtype=wp.int32),
+    rest: wp.array(dtype=wp.vec3),
+    panel: wp.array(dtype=wp.int32),
+    rest_radius: float,
     radius: float,
     capacity: int,
     tv_count: wp.array(dtype=wp.int32),
@@ -173,6 +204,9 @@ def triangle_vertex_kernel(
         p = points[v]
         cp, w = closest_point_triangle(p, a, b, c)
         d = wp.length(p - cp)
+        if d < radius and rest_radius > 0.0:
+            if rest_neighbour_triangle(v, i0, i1, i2, rest, panel, rest_radius):
+                continue
         if d < radius:
             if count < capacity:
                 tv_vertex[t * capacity + count] = v
@@ -192,6 +226,9 @@ def edge_edge_kernel(
     points: wp.array(dtype=wp.vec3),
     edges: wp.array2d(dtype=wp.int32),
     weld: wp.array(dtype=wp.int32),
+    rest: wp.array(dtype=wp.vec3),
+    panel: wp.array(dtype=wp.int32),
+    rest_radius: float,
     radius: float,
     capacity: int,
     ee_count: wp.array(dtype=wp.int32),
@@ -220,6 +257,9 @@ def edge_edge_kernel(
         if b0 == a0 or b0 == a1 or b1 == a0 or b1 == a1:
             continue
         s, u, d = closest_points_edge_edge(p0, p1, points[j0], points[j1])
+        if d < radius and rest_radius > 0.0:
+            if rest_neighbour_edges(i0, i1, j0, j1, rest, panel, rest_radius):
+                continue
         if d < radius:
             if count < capacity:
                 ee_edge[e * capacity + count] = f
@@ -268,6 +308,8 @@ class SelfContactDetector:
         triangle_capacity: int | None = None,
         positions=None,
         weld=None,
+        rest=None,
+        panel=None,
     ):
         self.device = wp.get_device(device)
         self.vertex_count = int(positions_capacity)
@@ -301,6 +343,17 @@ class SelfContactDetector:
         if weld_np.shape != (n,) or weld_np.min(initial=0) < 0 or weld_np.max(initial=0) >= n:
             raise ValueError(f"weld must be {n} vertex indices")
         self.weld = wp.array(weld_np, dtype=wp.int32, device=dev)
+        # rest-shape neighbour filter (detect(rest_radius > 0)): rest positions [m] (a panel's 2D pattern
+        # coordinates, or the 3D rest shape) and the panel (connected piece) of each vertex
+        self.has_rest = rest is not None
+        rest_np = np.zeros((n, 3), np.float32) if rest is None else np.asarray(rest, dtype=np.float32)
+        panel_np = np.zeros(n, np.int32) if panel is None else np.asarray(panel, dtype=np.int32)
+        if rest_np.shape != (n, 3) or not np.isfinite(rest_np).all():
+            raise ValueError(f"rest must be {n} finite 3D rest positions")
+        if panel_np.shape != (n,):
+            raise ValueError(f"panel must be {n} panel ids")
+        self.rest = wp.array(rest_np, dtype=wp.vec3, device=dev)
+        self.panel = wp.array(panel_np, dtype=wp.int32, device=dev)
         self.overflow = wp.zeros(1, dtype=wp.int32, device=dev)
         self.required = wp.zeros(3, dtype=wp.int32, device=dev)
         self._allocate_lists()
@@ -328,8 +381,8 @@ class SelfContactDetector:
         arrays = (
             self.points, self.vertex_lowers, self.vertex_uppers, self.edge_lowers, self.edge_uppers,
             self.triangle_lowers, self.triangle_uppers,
-            self.vt_count, self.tv_count, self.ee_count, self.min_dist, self.weld, self.overflow, self.required,
-            self.vt_tri, self.tv_vertex, self.ee_edge, self.triangles, self.edges,
+            self.vt_count, self.tv_count, self.ee_count, self.min_dist, self.weld, self.rest, self.panel,
+            self.overflow, self.required, self.vt_tri, self.tv_vertex, self.ee_edge, self.triangles, self.edges,
         )  # fmt: skip
         return sum(a.capacity for a in arrays if a is not None)
 
@@ -338,7 +391,8 @@ class SelfContactDetector:
         for name in (
             "triangle_bvh", "vertex_bvh", "edge_bvh", "points", "vertex_lowers", "vertex_uppers", "edge_lowers",
             "triangle_lowers", "triangle_uppers",
-            "edge_uppers", "vt_count", "tv_count", "ee_count", "min_dist", "weld", "overflow", "required",
+            "edge_uppers", "vt_count", "tv_count", "ee_count", "min_dist", "weld", "rest", "panel", "overflow",
+            "required",
             "vt_tri", "tv_vertex", "ee_edge", "triangles", "edges",
         ):  # fmt: skip
             setattr(self, name, None)
@@ -378,9 +432,15 @@ class SelfContactDetector:
 
     # -- detection
 
-    def detect(self, positions: wp.array, query_radius: float, rebuild: bool = False):
+    def detect(self, positions: wp.array, query_radius: float, rebuild: bool = False, rest_radius: float = 0.0):
         """Refit (or, with ``rebuild``, re-split) the BVHs to ``positions`` and fill every list for pairs
         closer than ``query_radius`` [m].
+
+        ``rest_radius`` [m] > 0 (needs ``rest`` at construction) also leaves out rest neighbours: pairs whose
+        primitives lie closer than ``rest_radius`` in the rest shape of the same panel. With the search radius
+        as ``rest_radius`` these are the flat cloth's own neighbours (e.g. a vertex and the triangles just
+        beyond its ring), which a fold can bring into contact only by bending tighter than the radius; Newton's ``SolverVBD`` leaves out two topological rings for
+        the same reason (``particle_topological_contact_filter_threshold``).
 
         ``positions``: ``wp.array(dtype=wp.vec3)`` with at least N entries, on the detector's device.
         Launches kernels only (no host synchronisation, no allocation once built), so it can be
@@ -401,17 +461,21 @@ class SelfContactDetector:
                 if self.edge_bvh is not None:
                     self.edge_bvh.refit()
         r = float(query_radius)
+        rr = float(rest_radius)
+        if rr > 0.0 and not self.has_rest:
+            raise ValueError("rest_radius > 0 needs the rest shape: SelfContactDetector(..., rest=, panel=)")
         dev = self.device
         flags = [self.overflow, self.required]
+        filt = [self.weld, self.rest, self.panel, rr, r]
         wp.launch(vertex_triangle_kernel, dim=self.vertex_count,
-                  inputs=[self.triangle_bvh.id, self.points, self.triangles, self.weld, r, self.vt_capacity],
+                  inputs=[self.triangle_bvh.id, self.points, self.triangles, *filt, self.vt_capacity],
                   outputs=[self.vt_count, self.vt_tri, self.min_dist, *flags], device=dev)
         wp.launch(triangle_vertex_kernel, dim=self.triangle_count,
-                  inputs=[self.vertex_bvh.id, self.points, self.triangles, self.weld, r, self.tv_capacity],
+                  inputs=[self.vertex_bvh.id, self.points, self.triangles, *filt, self.tv_capacity],
                   outputs=[self.tv_count, self.tv_vertex, self.min_dist, *flags], device=dev)
         if self.edge_count:
             wp.launch(edge_edge_kernel, dim=self.edge_count,
-                      inputs=[self.edge_bvh.id, self.points, self.edges, self.weld, r, self.ee_capacity],
+                      inputs=[self.edge_bvh.id, self.points, self.edges, *filt, self.ee_capacity],
                       outputs=[self.ee_count, self.ee_edge, self.min_dist, *flags], device=dev)
 
     def reset_overflow(self):

@@ -1,7 +1,10 @@
 """SelfCollision: the solver's owner of self-contact buffers (the detector's lists and distances).
 
 Contacts are vertex–triangle and edge–edge pairs closer than ``thickness + contact_margin`` at the start
-of each substep (clothsim.collision.SelfContactDetector); the VBD vertex solve adds their penalty and
+of each substep (clothsim.collision.SelfContactDetector), leaving out rest neighbours: pairs with a vertex of one
+closer than that same radius to a vertex of the other in the rest shape of one panel (a flat cloth's own
+neighbours on a mesh finer than the radius, which only a fold tighter than the radius could bring together;
+a panel's rest shape is its 2D pattern, ``rest_uv``, or the 3D rest shape without one); the VBD vertex solve adds their penalty and
 friction blocks and then limits each vertex's move to ``BOUND_FRACTION`` of its distance to the nearest
 non-adjacent primitive (He Chen et al. 2024's conservative bound), so no pair can cross within a substep.
 """
@@ -12,7 +15,7 @@ import numpy as np
 import warp as wp
 
 from ..collision import SelfContactDetector
-from ..topology import weld_representatives
+from ..topology import panels, weld_representatives
 
 BOUND_FRACTION = 0.4
 
@@ -28,11 +31,12 @@ class SelfCollision:
             n, model.host_triangles, edges, vertex_capacity=16, edge_capacity=16, device=d,
             positions=model.host_rest_positions.astype(np.float32),
             weld=weld_representatives(n, model.host_springs),
+            rest=rest_space(model), panel=panels(n, model.host_triangles),
         )
         self.query_radius = 0.0  # [m] set by SolverVBD.materials_changed()
 
     def detect(self, x_prev, rebuild: bool = False):
-        self.detector.detect(x_prev, self.query_radius, rebuild=rebuild)
+        self.detector.detect(x_prev, self.query_radius, rebuild=rebuild, rest_radius=self.query_radius)
 
     def kernel_args(self):
         det = self.detector
@@ -44,6 +48,19 @@ class SelfCollision:
 
     def release(self):
         self.detector.release()
+
+
+def rest_space(model) -> np.ndarray:
+    """(N, 3) [m] each vertex in its cloth's rest space: (u, v, 0) from ``rest_uv``, else the 3D rest shape."""
+    parts = []
+    for i, c in enumerate(model.cloths):
+        lo, hi = int(model.cloth_offsets[i]), int(model.cloth_offsets[i + 1])
+        if c.rest_uv is not None:
+            uv = np.asarray(c.rest_uv, dtype=np.float64)
+            parts.append(np.column_stack([uv, np.zeros(len(uv))]))
+        else:
+            parts.append(np.asarray(model.host_rest_positions[lo:hi], dtype=np.float64))
+    return np.concatenate(parts).astype(np.float32)
 
 
 def disabled_kernel_args(device):
