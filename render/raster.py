@@ -29,6 +29,11 @@ MAX_PIXELS = 1024         # larger pixel boxes (or a side over 64 px) go to the 
 LOCAL_SIZE = 128          # raster.comp's work group (triangles)
 CLEAR_LOCAL = 256         # raster_clear.comp's work group (samples)
 EMPTY_ID = 0xFFFFFFFF     # nothing drawn (visibility.comp maps it to id 0)
+# The floor's depth in the id clear is moved this much nearer: the GL pass draws it after the meshes with
+# "<=" against 24-bit depths, so a mesh sample must be nearer by about a depth unit (2^-24) to keep it.
+# Cloth lying on the floor (the drape's hem): 2 units left 0-5 of 81,920 samples differing from the GL
+# pass on llvmpipe, none 7-36, 4 units 1-5.
+GROUND_TIE_DEPTH = 2.0 / 2 ** 24
 INT64_EXTENSION = "GL_NV_shader_atomic_int64"
 
 
@@ -77,6 +82,7 @@ class ComputeRaster:
         self.fallbacks: dict[str, int] = {}
         self._buffers: dict[str, object] = {}
         self._positions: dict[int, np.ndarray] = {}
+        self._fill_rule: tuple[int, int] | None = None
         self._fallback_targets: dict[tuple, tuple] = {}
         self._fallback_vaos: dict[int, object] = {}
 
@@ -157,9 +163,47 @@ class ComputeRaster:
                     self.int64_error = str(e)
         return self.use_int64
 
-    @staticmethod
-    def _defines(mode: str, samples: int) -> dict:
-        return {mode: True, "SAMPLES": samples, "MAX_PIXELS": MAX_PIXELS, "LOCAL_SIZE": LOCAL_SIZE}
+    def _defines(self, mode: str, samples: int) -> dict:
+        dy, dx = self.fill_rule()
+        return {mode: True, "SAMPLES": samples, "MAX_PIXELS": MAX_PIXELS, "LOCAL_SIZE": LOCAL_SIZE,
+                "FILL_DY_SIGN": dy, "FILL_DX_SIGN": dx}
+
+    def fill_rule(self) -> tuple[int, int]:
+        """The GL rasteriser's rule for samples exactly on an edge, as raster.comp's (FILL_DY_SIGN,
+        FILL_DX_SIGN): a counter-clockwise triangle (GL window, y up) owns such a sample on an edge
+        whose direction (dx, dy) has FILL_DY_SIGN * dy > 0, or dy == 0 and FILL_DX_SIGN * dx > 0.
+        Probed once: a triangle whose bottom edge runs through a row of pixel centres of a 4 x 4
+        target (does it get them?), one whose left edge runs through a column."""
+        if self._fill_rule is None:
+            ctx = self.ctx
+            tex = ctx.texture((4, 4), 1, dtype="u4")
+            fbo = ctx.framebuffer([tex])
+            prog = self.programs.get("depth.vert", "visibility.frag")
+            # above the row y = 1.5 px (NDC -0.25), right of the column x = 1.5 px
+            tris = {"bottom": [(-1.0, -0.25), (1.0, -0.25), (0.0, 1.0)], "left": [(-0.25, -1.0), (1.0, 0.0), (-0.25, 1.0)]}
+            got = {}
+            try:
+                for name, corners in tris.items():
+                    vbo = ctx.buffer(np.array([(x, y, 0.0) for x, y in corners], np.float32).tobytes())
+                    vao = ctx.vertex_array(prog, [(vbo, "3f", "in_position")])
+                    try:
+                        fbo.use()
+                        fbo.clear(0.0, 0.0, 0.0, 0.0)
+                        ctx.disable(ctx.DEPTH_TEST | ctx.CULL_FACE | ctx.BLEND)
+                        _set(prog, "u_view_proj", _f32(np.eye(4)))
+                        _set(prog, "u_object", 1 << 24)
+                        vao.render(mode=ctx.TRIANGLES, vertices=3)
+                        ids = np.frombuffer(fbo.read(components=1, dtype="u4"), np.uint32).reshape(4, 4)
+                    finally:
+                        vao.release()
+                        vbo.release()
+                    got[name] = bool((ids[1, :] != 0).all()) if name == "bottom" else bool((ids[:, 1] != 0).all())
+            finally:
+                fbo.release()
+                tex.release()
+            # its bottom edge runs right (dx > 0) when counter-clockwise; its left edge runs down (dy < 0)
+            self._fill_rule = (-1 if got["left"] else 1, 1 if got["bottom"] else -1)
+        return self._fill_rule
 
     def _fallback_target(self, size: tuple[int, int], samples: int):
         key = (size, samples)
@@ -186,8 +230,6 @@ class ComputeRaster:
         defines = self._defines(mode, samples)
         prog = self.programs.get_compute("raster.comp", defines)
         fb_prog = self.programs.get("raster_fallback.vert", "raster_fallback.frag", {mode: True, "SAMPLES": samples})
-        max_t = max([gm.index_count // 3 for gm in gms] + [1])
-        fallback = self._buffer("fallback", 16 + 4 * max_t)
         vp = _f32(view_proj)
         offsets = self._offsets(positions)
         for p in (prog, fb_prog):
@@ -200,32 +242,34 @@ class ComputeRaster:
         if vao is None:
             vao = self._fallback_vaos[id(fb_prog)] = ctx.vertex_array(fb_prog, [])
         target.bind_to_storage_buffer(2)
-        counts = []
-        for gm, obj in zip(gms, objects):
-            n = gm.index_count // 3
-            if n == 0:
-                continue
-            gm.vbo_pos.bind_to_storage_buffer(0)
-            gm.ibo.bind_to_storage_buffer(1)
-            fallback.bind_to_storage_buffer(3)
-            fallback.write(np.array([0, 1, 0, 0], np.uint32).tobytes())
-            _set(prog, "u_triangle_count", n)
-            _set(prog, "u_object", int(obj))
-            _set(fb_prog, "u_object", int(obj))
-            _set(prog, "u_fallback_capacity", n)
-            for pass_ in passes:
-                _set(prog, "u_pass", pass_)
-                _set(fb_prog, "u_pass", pass_)
+        # MODE_ID32: every mesh's depth pass before any id pass (an id pass compares against the
+        # nearest depth of all meshes); each mesh keeps its own fallback list for its second pass
+        for pass_ in passes:
+            _set(prog, "u_pass", pass_)
+            _set(fb_prog, "u_pass", pass_)
+            for k, (gm, obj) in enumerate(zip(gms, objects)):
+                n = gm.index_count // 3
+                if n == 0:
+                    continue
+                fallback = self._buffer(f"fallback{k}", 16 + 4 * n)
+                gm.vbo_pos.bind_to_storage_buffer(0)
+                gm.ibo.bind_to_storage_buffer(1)
+                fallback.bind_to_storage_buffer(3)
+                if pass_ == passes[0]:
+                    fallback.write(np.array([0, 1, 0, 0], np.uint32).tobytes())
+                _set(prog, "u_triangle_count", n)
+                _set(prog, "u_object", int(obj))
+                _set(fb_prog, "u_object", int(obj))
+                _set(prog, "u_fallback_capacity", n)
                 prog.run(*_groups(n, LOCAL_SIZE))
                 ctx.memory_barrier()
                 fbo.use()
                 ctx.disable(ctx.DEPTH_TEST | ctx.BLEND | ctx.CULL_FACE)
                 vao.render_indirect(fallback, mode=ctx.TRIANGLES, count=1)
                 ctx.memory_barrier()
-            if self.count_fallbacks:
-                counts.append(int(np.frombuffer(fallback.read(4), np.uint32)[0]) // 3)
         if self.count_fallbacks:
-            self.fallbacks[mode] = sum(counts)
+            self.fallbacks[mode] = sum(int(np.frombuffer(self._buffers[f"fallback{k}"].read(4), np.uint32)[0]) // 3
+                                       for k, gm in enumerate(gms) if gm.index_count)
 
     def ids(self, gms, objects, view_proj: np.ndarray, size: tuple[int, int], samples: int,
             ground: tuple[float, tuple] | None = None, inv_view_proj: np.ndarray | None = None):
@@ -237,7 +281,8 @@ class ComputeRaster:
         s = len(positions)
         count = size[0] * size[1] * s
         target = self._buffer("ids", 8 * count)
-        defines = {"MODE_IDS": True, "SAMPLES": s, "HAS_GROUND": ground is not None, "GROUND_OBJECT": "255u"}
+        defines = {"MODE_IDS": True, "SAMPLES": s, "HAS_GROUND": ground is not None, "GROUND_OBJECT": "255u",
+                   "GROUND_TIE": repr(GROUND_TIE_DEPTH)}
         prog = self.programs.get_compute("raster_clear.comp", defines)
         target.bind_to_storage_buffer(2)
         _set(prog, "u_count", count)

@@ -24,7 +24,7 @@
 //       among the surfaces drawn there: the contact map (occlusion exp(-h / h0) = the max of the
 //       hardware pass's MAX blend).
 // Non-negative floats order like their bits as unsigned integers: atomicMin on the bits is a float min.
-// Defines: SAMPLES, one MODE_*, MAX_PIXELS, LOCAL_SIZE.
+// Defines: SAMPLES, one MODE_*, MAX_PIXELS, LOCAL_SIZE, FILL_DY_SIGN, FILL_DX_SIGN.
 
 #include "include/raster_target.glsl"
 
@@ -91,27 +91,33 @@ void main() {
     ivec2 v1 = ivec2(round(s1 * float(SUBPIXEL))) - origin * SUBPIXEL;
     ivec2 v2 = ivec2(round(s2 * float(SUBPIXEL))) - origin * SUBPIXEL;
     float z0 = c0.z / c0.w * 0.5 + 0.5, z1 = c1.z / c1.w * 0.5 + 0.5, z2 = c2.z / c2.w * 0.5 + 0.5;
-    float h0 = p0.y - u_ground_y, h1 = p1.y - u_ground_y, h2 = p2.y - u_ground_y;
+    // depth (and height) planes over the window from the unsnapped positions, as the GL rasterisers
+    // set up attribute planes; evaluated at each sample relative to vertex 0
+    vec2 e1 = s1 - s0, e2 = s2 - s0;
+    float inv_det = 1.0 / (e1.x * e2.y - e1.y * e2.x);
+    vec2 dz = vec2((z1 - z0) * e2.y - (z2 - z0) * e1.y, (z2 - z0) * e1.x - (z1 - z0) * e2.x) * inv_det;
+#ifdef MODE_HEIGHT
+    float h0 = p0.y - u_ground_y;
+    vec2 dh = vec2((p1.y - p0.y) * e2.y - (p2.y - p0.y) * e1.y, (p2.y - p0.y) * e1.x - (p1.y - p0.y) * e2.x) * inv_det;
+#endif
     int area = (v1.x - v0.x) * (v2.y - v0.y) - (v1.y - v0.y) * (v2.x - v0.x);
     if (area == 0) return;            // degenerate after snapping: the hardware draws nothing
     if (area < 0) {                   // make it counter-clockwise (y up): swap vertices 1 and 2
         ivec2 tv = v1; v1 = v2; v2 = tv;
-        float tz = z1; z1 = z2; z2 = tz;
-        float th = h1; h1 = h2; h2 = th;
         area = -area;
     }
-    // edge k runs from vertex k+1 to vertex k+2 (opposite vertex k); inside: E > 0, or E == 0 on a
-    // left edge (running down: dy < 0) or a bottom edge (horizontal, running right: dy == 0, dx > 0).
-    // That is D3D's top-left rule with y pointing down the image, as Mesa applies it to GL's window
-    // (y up): llvmpipe's ids are matched sample for sample (the mirrored rule differed on 1e-3 of
-    // the samples of a sheet seen from the front, on axis-aligned edges)
+    // edge k runs from vertex k+1 to vertex k+2 (opposite vertex k); inside: E > 0, or E == 0 on the
+    // edges the driver's fill rule gives the triangle (render.raster.ComputeRaster.fill_rule probes
+    // it): FILL_DY_SIGN * dy > 0 (-1: left edges, running down), or for horizontal edges
+    // FILL_DX_SIGN * dx > 0 (+1: bottom edges, running right). Mesa (llvmpipe) is (-1, +1): D3D's
+    // top-left rule with y pointing down the image; the mirrored rule differed on 1e-3 of the
+    // samples of a sheet seen from the front, on axis-aligned edges
     ivec2 a0 = v1, d0 = v2 - v1;
     ivec2 a1 = v2, d1 = v0 - v2;
     ivec2 a2 = v0, d2 = v1 - v0;
-    int bias0 = (d0.y < 0 || (d0.y == 0 && d0.x > 0)) ? 0 : -1;
-    int bias1 = (d1.y < 0 || (d1.y == 0 && d1.x > 0)) ? 0 : -1;
-    int bias2 = (d2.y < 0 || (d2.y == 0 && d2.x > 0)) ? 0 : -1;
-    float inv_area = 1.0 / float(area);
+    int bias0 = (FILL_DY_SIGN * d0.y > 0 || (d0.y == 0 && FILL_DX_SIGN * d0.x > 0)) ? 0 : -1;
+    int bias1 = (FILL_DY_SIGN * d1.y > 0 || (d1.y == 0 && FILL_DX_SIGN * d1.x > 0)) ? 0 : -1;
+    int bias2 = (FILL_DY_SIGN * d2.y > 0 || (d2.y == 0 && FILL_DX_SIGN * d2.x > 0)) ? 0 : -1;
     ivec2 plo = max(origin, ivec2(0));
     ivec2 phi = min(ivec2(hi), u_size - 1);
     uint id = u_object | t;
@@ -125,10 +131,14 @@ void main() {
                 int e1 = d1.x * (q.y - a1.y) - d1.y * (q.x - a1.x);
                 int e2 = d2.x * (q.y - a2.y) - d2.y * (q.x - a2.x);
                 if (e0 + bias0 < 0 || e1 + bias1 < 0 || e2 + bias2 < 0) continue;
-                precise float b0 = float(e0) * inv_area, b1 = float(e1) * inv_area, b2 = float(e2) * inv_area;
-                precise float z = b0 * z0 + b1 * z1 + b2 * z2;
+                vec2 r = vec2(px, py) + vec2(u_sample_offsets[s]) * (1.0 / float(SUBPIXEL)) - s0;
+                precise float z = z0 + dz.x * r.x + dz.y * r.y;
                 if (!(z >= 0.0 && z < 1.0)) continue;
-                float h = b0 * h0 + b1 * h1 + b2 * h2;
+#ifdef MODE_HEIGHT
+                float h = h0 + dh.x * r.x + dh.y * r.y;
+#else
+                float h = 0.0;
+#endif
                 write_sample(pixel + uint(s), z, h, id);
             }
         }

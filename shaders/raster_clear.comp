@@ -3,8 +3,9 @@
 // maps: the bits of 1.0; contact heights: +inf). MODE_IDS: per sample (x: id, y: depth bits) =
 // nothing drawn (id 0xFFFFFFFF, depth 1.0), or with HAS_GROUND the floor where the ray through
 // the sample meets it: the quad y = u_ground_y over u_ground_extent (x0, z0, x1, z1) [m] that the
-// hardware path rasterises (ground.vert), id GROUND_OBJECT << 24, its window depth. Meshes then
-// replace it where they are nearer (the hardware path draws the floor after them with "<=").
+// hardware path rasterises (ground.vert), id GROUND_OBJECT << 24, its window depth less GROUND_TIE.
+// Meshes then replace it where they are nearer (the hardware path draws the floor after them with
+// "<=" against 24-bit depths: GROUND_TIE, render.raster.GROUND_TIE_DEPTH, keeps those ties its way).
 layout(local_size_x = 256) in;
 #ifdef MODE_IDS
 layout(std430, binding = 2) writeonly buffer Target { uvec2 target[]; };
@@ -38,7 +39,7 @@ void main() {
         if (p.x >= u_ground_extent.x && p.x <= u_ground_extent.z && p.z >= u_ground_extent.y && p.z <= u_ground_extent.w) {
             vec4 c = u_view_proj * vec4(p.x, u_ground_y, p.z, 1.0);
             float z = c.z / c.w * 0.5 + 0.5;
-            if (z >= 0.0 && z < 1.0) value = uvec2(GROUND_OBJECT << 24, floatBitsToUint(z));
+            if (z >= 0.0 && z < 1.0) value = uvec2(GROUND_OBJECT << 24, floatBitsToUint(max(z - GROUND_TIE, 0.0)));
         }
     }
 #endif
