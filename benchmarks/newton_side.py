@@ -319,6 +319,9 @@ class NewtonCloth:
                     particle_enable_self_contact=True,
                     particle_self_contact_margin=p["contact_margin"],
                     particle_self_contact_gap=p["contact_gap"],
+                    # clothsim leaves out pairs closer than its search radius in the rest shape (the flat
+                    # cloth's own neighbours); Newton's option for the same filter
+                    particle_rest_shape_contact_exclusion_radius=p["contact_margin"] + p["contact_gap"],
                 )
             self.solver = newton.solvers.SolverVBD(model, iterations=self.iterations, **kw)
             self.state_0 = model.state()
