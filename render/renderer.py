@@ -29,8 +29,8 @@ from .gl import create_headless_context, upload_indices
 from .material import EmbeddedImage, Material, MeshItem, srgb_to_linear
 from .settings import (  # noqa: F401  (RenderSettings and the constants are re-exported from here)
     DEFERRED_MIN_TRIANGLES_PER_PIXEL, GL_SRGB8_ALPHA8, MAX_IMAGE_SIDE, RASTER_AUTO_HARDWARE_GPU, RASTER_AUTO_SOFTWARE,
-    RASTERS, SHADING, SOFTWARE_RENDERERS, TONEMAPS, VISIBILITY_AUTO_HARDWARE, VISIBILITY_AUTO_SOFTWARE, RenderSettings,
-    _bounds, _ortho, vertex_normals,
+    RASTERS, SHADING, SHADOW_SAMPLINGS, SOFTWARE_RENDERERS, TONEMAPS, VERTEX_SHADOW_MAX_EDGE_TEXELS,
+    VISIBILITY_AUTO_HARDWARE, VISIBILITY_AUTO_SOFTWARE, RenderSettings, _bounds, _ortho, mean_edge_length, vertex_normals,
 )
 from .raster import ComputeRaster
 from .shaders import ProgramCache
@@ -59,6 +59,7 @@ class _GpuMesh:
         self.version = 0        # a new number whenever the GL positions or triangles change (map reuse)
         self.vaos: dict[tuple, object] = {}
         self.bounds: tuple[np.ndarray, np.ndarray] | None = None
+        self.mean_edge: float | None = None   # [m], estimated on each CPU upload; None: unknown (device positions)
 
     def release(self) -> None:
         for vao in self.vaos.values():
@@ -268,6 +269,7 @@ class Renderer:
             gm.vertices_ref = item.vertices
             gm.version = next(_VERSIONS)
             gm.bounds = _bounds(item.vertices)
+            gm.mean_edge = mean_edge_length(item.vertices, item.triangles)
         has_uv = item.uvs is not None
         if has_uv and (gm.vbo_uv is None or gm.vbo_uv.size != n * 8):
             if gm.vbo_uv is not None:
@@ -309,6 +311,7 @@ class Renderer:
             self._interop = WarpGLInterop()
         self._interop.copy_positions(gm, key, positions)
         gm.vertices_ref = None  # the GL data came from the device; the next numpy frame re-uploads
+        gm.mean_edge = None
         gm.version = next(_VERSIONS)
         return self._interop.bounds(positions)
 
@@ -367,6 +370,7 @@ class Renderer:
         self.frame_info = {"shadow_map": "none", "contact_map": "none"}
         compute = self._raster_mode(s) == "compute"
         self.frame_info["raster"] = "compute" if compute else "hardware"
+        self.frame_info["shadow_sampling"] = "pixel"
         if self.profile:
             self.stats = {}
 
@@ -594,7 +598,10 @@ class Renderer:
                 fbo.use()
                 self._vao(gm, prog, False, True).render()
                 continue
-            defines = {"HAS_UV": uv_ok, "HAS_BASE_TEXTURE": mat.base_texture is not None,
+            vertex_shadow = key_shadow and not deferred and self._vertex_shadow(s, gm, 2.0 * s_radius / s.shadow_map_size)
+            if vertex_shadow:
+                self.frame_info["shadow_sampling"] = "vertex"
+            defines = {"HAS_UV": uv_ok, "HAS_BASE_TEXTURE": mat.base_texture is not None, "VERTEX_SHADOW": vertex_shadow,
                        "HAS_NORMAL_MAP": mat.normal_map is not None,
                        "HAS_MR_TEXTURE": mat.metallic_roughness_texture is not None}
             if deferred:
@@ -830,6 +837,14 @@ class Renderer:
         if tris < DEFERRED_MIN_TRIANGLES_PER_PIXEL * pixels:
             return "forward"
         return "visibility" if reason is None and VISIBILITY_AUTO_SOFTWARE else "deferred"
+
+    def _vertex_shadow(self, s: RenderSettings, gm: _GpuMesh, texel: float) -> bool:
+        """Whether the forward pass looks the key shadow up per vertex for mesh ``gm``
+        (RenderSettings.shadow_sampling; ``texel``: the shadow map's texel [m])."""
+        if s.shadow_sampling != "auto":
+            return s.shadow_sampling == "vertex"
+        return (self.software_raster and gm.mean_edge is not None
+                and gm.mean_edge <= VERTEX_SHADOW_MAX_EDGE_TEXELS * texel)
 
     def _raster_mode(self, s: RenderSettings) -> str:
         """How this frame's id pass and depth-only maps are rasterised: "compute" or "hardware"

@@ -16,6 +16,11 @@ GL_SRGB8_ALPHA8 = 0x8C43
 TONEMAPS = {"neutral": 0, "filmic": 1}
 SHADING = ("auto", "deferred", "forward", "visibility")
 RASTERS = ("auto", "compute", "hardware")
+SHADOW_SAMPLINGS = ("auto", "pixel", "vertex")
+# shadow_sampling "auto": per vertex on software rasterisers (forward shading) for meshes whose mean
+# edge is at most this many shadow-map texels (the soft shadow's narrowest penumbra is 2.5 texels
+# each side, so such a mesh samples it at least as finely as its filter does; see benchmarks/render.py)
+VERTEX_SHADOW_MAX_EDGE_TEXELS = 5.0
 # raster "auto": the compute rasteriser (render.raster) on GPUs (not on software rasterisers, where
 # the GL rasteriser is itself a multithreaded binning rasteriser on the CPU; see benchmarks/render.py)
 RASTER_AUTO_HARDWARE_GPU = True
@@ -69,6 +74,12 @@ class RenderSettings:
             triangle rate), "hardware" (the GL rasteriser) or "auto" (default: compute on GPUs,
             hardware on software rasterisers such as llvmpipe). The same ids and depths up to
             samples exactly on a shared edge or at equal depth.
+        shadow_sampling: where the forward pass looks the key light's soft shadow up: "pixel"
+            (every fragment), "vertex" (once per vertex, interpolated: on a dense mesh the same
+            shadow at a fraction of the cost on a software rasteriser, where the lookups were half
+            the frame) or "auto" (default: vertex for meshes whose mean edge is at most
+            VERTEX_SHADOW_MAX_EDGE_TEXELS shadow-map texels, on software rasterisers only; else
+            pixel). The other shading modes look up per pixel.
         reuse_maps: keep the key shadow map and the contact map while the meshes' positions and
             the light's projection are unchanged (views of one drape under scene lights, or the
             same view again); False redraws them every frame.
@@ -92,6 +103,7 @@ class RenderSettings:
     shading: str = "auto"
     reuse_maps: bool = True
     raster: str = "auto"
+    shadow_sampling: str = "auto"
 
     def __post_init__(self) -> None:
         for key in ("width", "height"):
@@ -102,6 +114,8 @@ class RenderSettings:
             raise cs.InputError(f"tonemap must be one of {', '.join(TONEMAPS)}, got {self.tonemap!r}")
         if self.shading not in SHADING:
             raise cs.InputError(f"shading must be one of {', '.join(SHADING)}, got {self.shading!r}")
+        if self.shadow_sampling not in SHADOW_SAMPLINGS:
+            raise cs.InputError(f"shadow_sampling must be one of {', '.join(SHADOW_SAMPLINGS)}, got {self.shadow_sampling!r}")
         if self.raster not in RASTERS:
             raise cs.InputError(f"raster must be one of {', '.join(RASTERS)}, got {self.raster!r}")
         if self.samples < 1:
@@ -141,3 +155,16 @@ def _ortho(left, right, bottom, top, near, far) -> np.ndarray:
     m[1, 3] = -(top + bottom) / (top - bottom)
     m[2, 3] = -(far + near) / (far - near)
     return m
+
+
+def mean_edge_length(vertices: np.ndarray, triangles: np.ndarray, samples: int = 4096) -> float:
+    """Mean triangle edge length [m] of a mesh, estimated from up to ``samples`` triangles spread
+    evenly over the index list (O(samples), so it can run on every upload)."""
+    if len(triangles) == 0:
+        return 0.0
+    step = max(len(triangles) // samples, 1)
+    t = triangles[::step]
+    v = vertices
+    e = (np.linalg.norm(v[t[:, 1]] - v[t[:, 0]], axis=1) + np.linalg.norm(v[t[:, 2]] - v[t[:, 1]], axis=1)
+         + np.linalg.norm(v[t[:, 0]] - v[t[:, 2]], axis=1))
+    return float(e.mean() / 3.0)

@@ -2,7 +2,7 @@
 // Forward PBR shading of one material under LIGHT_COUNT punctual lights (render.lighting.LightSet:
 // the studio rig or scene lights) and the environment dome; writes display-encoded colour.
 // Defines: LIGHT_COUNT, HAS_UV, HAS_BASE_TEXTURE, HAS_NORMAL_MAP, HAS_MR_TEXTURE, SHADOWS (light 0 casts the shadow
-// map), TONEMAP (0 neutral, 1 filmic); GBUFFER: write the material's inputs to the deferred pass's
+// map; VERTEX_SHADOW: its lookup made per vertex by mesh.vert), TONEMAP (0 neutral, 1 filmic); GBUFFER: write the material's inputs to the deferred pass's
 // G-buffer (position and slot, shading normal and roughness, base colour and metallic) instead.
 
 #ifndef LIGHT_COUNT
