@@ -93,7 +93,8 @@ def run_one(path: Path, level: int, device: str, frames: int | None, max_seconds
         # coarse-to-fine: per level (coarsest first) frames, stepping and switch wall time [s], end state
         "per_level": [{k: st[k] for k in ("level", "edge_length_m", "vertices", "frames", "settled", "settle_frame",
                                           "step_s", "switch_s", "residual", "kinetic_energy", "seam_gap_m",
-                                          "switch_max_displacement_m", "switch_intersections", "check_s")}
+                                          "switch_max_displacement_m", "switch_intersections", "check_s",
+                                          "untangle_counts", "untangle_max_move_m") if k in st}
                       for st in r.levels],
         "switch_s": sum(st["switch_s"] for st in r.levels),
         # per frame (compact): kinetic energy [J/kg], residual [-], largest seam gap [mm], step wall time [s]
@@ -115,7 +116,7 @@ def table(rows: list[dict]) -> str:
     c2f = any(r.get("per_level") for r in rows)
     if c2f:
         head.insert(2, "mode")
-        head.insert(8, "per level: frames @ mm (step s; switch s; cloth ∩ after the switch if any)")
+        head.insert(8, "per level: frames @ mm (step s; switch s; cloth ∩ after the switch if any → left after untangling)")
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         if "error" in r:
@@ -136,6 +137,7 @@ def table(rows: list[dict]) -> str:
             cells.insert(2, r.get("mode", "fine"))
             cells.insert(8, ", ".join(f"{p['frames']} @{1e3 * p['edge_length_m']:g} ({p['step_s']:.1f}; {p['switch_s']:.1f}"
                                       + (f"; {p['switch_intersections']} ∩" if p.get("switch_intersections", -1) > 0 else "")
+                                      + (f" → {p['untangle_counts'][-1]} untangled" if p.get("untangle_counts") else "")
                                       + ")" for p in r.get("per_level") or []))
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)

@@ -111,6 +111,11 @@ class MultiResSimulator:
         project: project out of colliders and ground after a switch.
         level_settings: {level: {Simulator setting: value}} overrides for single levels, e.g.
             ``{0: {"substeps": 5}}`` to draft the coarsest level with fewer substeps (dt must stay the same).
+        level_thickness: {level: thickness [m]}: at those levels every garment keeps at least this distance
+            from colliders and from itself (its fabric's ``thickness`` raised to it; the fabric is unchanged
+            elsewhere). A coarse draft whose layers stay further apart than the finer level's interpolation
+            error (the flat coarse triangles vs the fine mesh across a coarse fold) hands over a state whose
+            prolongation has no cloth-cloth intersections; see :class:`clothsim.scene.Drape`.
         prolongation: how positions go to a finer level: "linear" (the level mapping T) or "curved" (PN
             triangles over the coarse vertex normals, :meth:`LevelSet.prolong_curved`: no corner cutting on
             curved drapes). Velocities always go through T.
@@ -121,7 +126,7 @@ class MultiResSimulator:
     def __init__(self, levels, *, level: int = 0, device="cpu", memory_budget: int | None = None,
                  relax_substeps: int = 8, relax_iterations: int | None = None, relax_dt: float | None = None,
                  project: bool = True, level_settings: dict | None = None, prolongation: str = "linear",
-                 **sim_kwargs):
+                 level_thickness: dict | None = None, **sim_kwargs):
         if not isinstance(levels, LevelSet):
             levels = LevelSet.from_hierarchy(levels)
         self.levels = levels
@@ -146,6 +151,12 @@ class MultiResSimulator:
         self.prolongation = prolongation
         self._sim_kwargs = dict(sim_kwargs)
         self._level_settings = {}
+        self._level_thickness = {}
+        for k, t in (level_thickness or {}).items():
+            if not (isinstance(t, (int, float, np.floating)) and np.isfinite(t) and 0.0 < t <= 0.05):
+                raise InputError(f"MultiResSimulator: level_thickness[{k!r}] must be a thickness in (0, 0.05] m, "
+                                 f"got {t!r}")
+            self._level_thickness[self.levels.index(k)] = float(t)
         for k, over in (level_settings or {}).items():
             over = dict(over)
             if "model" in over or "dt" in over:
@@ -211,19 +222,37 @@ class MultiResSimulator:
         return self._frame * self.dt
 
     # ------------------------------------------------------------------ scene
-    def add_collider(self, collider: Collider, *, proxy_cells: dict | None = None) -> int:
+    def add_collider(self, collider: Collider, *, proxy_cells: dict | None = None,
+                     level_offsets: dict | None = None) -> int:
         """Add a collider to every allocated level (and to levels built later); returns its handle.
 
         ``proxy_cells``: {level: cell [m]}: at those levels the collider is replaced by a vertex-clustering
         proxy (:func:`~clothsim.multires.proxy.cluster_proxy`) whose poses follow the collider's; e.g.
-        ``{0: 0.03}`` lets an 80 mm draft collide with a 3 cm body instead of the full one."""
+        ``{0: 0.03}`` lets an 80 mm draft collide with a 3 cm body instead of the full one.
+        ``level_offsets``: {level: offsets [m], a number or (Nc,) per collider vertex}: at those levels the
+        collider is moved inward along its vertex normals by that much (:class:`~clothsim.multires.proxy.
+        OffsetProxy`), e.g. :func:`~clothsim.multires.proxy.chord_offsets` so a coarse level wraps the body
+        as tight as the fine one. A level may have a proxy cell or an offset, not both."""
         self._check_alive()
         if not isinstance(collider, Collider):
             raise InputError(f"add_collider: expected a clothsim.Collider, got {type(collider).__name__}")
-        from .proxy import cluster_proxy
+        from .proxy import OffsetProxy, cluster_proxy
 
         proxies = {self.levels.index(k): cluster_proxy(collider.vertices, collider.triangles, float(c))
                    for k, c in (proxy_cells or {}).items()}
+        nv = len(collider.vertices)
+        for k, off in (level_offsets or {}).items():
+            i = self.levels.index(k)
+            if i in proxies:
+                raise InputError(f"add_collider: level {i} has both a proxy cell and an offset; give one")
+            try:
+                o = np.broadcast_to(np.asarray(off, dtype=np.float64), (nv,)).copy()
+            except (ValueError, TypeError):
+                raise InputError(f"add_collider: level_offsets[{k!r}] must be a number or {nv} numbers [m] (one "
+                                 f"per collider vertex), got shape {np.shape(off)}") from None
+            if not np.all(np.isfinite(o)):
+                raise InputError(f"add_collider: level_offsets[{k!r}] has non-finite values")
+            proxies[i] = OffsetProxy(collider.triangles.copy(), o)
         slot = _ColliderSlot(collider.triangles.copy(), collider.name, collider.vertices.copy(), proxies=proxies)
         self._colliders.append(slot)
         self._estimates.clear()
@@ -246,8 +275,13 @@ class MultiResSimulator:
         self._check_alive()
         f = Fabric.resolve(fabric)
         for lv in [self._active, *self._warm.values()]:
-            lv.sim.set_fabric(f, cloth)
+            lv.sim.set_fabric(self._level_fabric(lv.index, f), cloth)
         self._fabrics[int(cloth)] = f
+
+    def _level_fabric(self, level: int, fabric: Fabric) -> Fabric:
+        """``fabric`` as level ``level`` simulates it (thickness raised to the level's level_thickness)."""
+        t = self._level_thickness.get(level)
+        return fabric if t is None or fabric.thickness >= t else fabric.replace(thickness=t)
 
     # ------------------------------------------------------------------ stepping
     def step(self, frames: int = 1) -> None:
@@ -501,8 +535,11 @@ class MultiResSimulator:
         try:
             if snap is None:
                 self._snapshots[i] = ModelSnapshot(sim.model)
-            for g, f in self._fabrics.items():
-                sim.set_fabric(f, g)
+            for g, c in enumerate(cloths):
+                f = self._fabrics.get(g, c.fabric)
+                lf = self._level_fabric(i, f)
+                if g in self._fabrics or lf is not f:
+                    sim.set_fabric(lf, g)
             for slot in self._colliders:
                 sim.add_collider(slot.collider(i))
             self._restore_capacities(i, sim)

@@ -118,8 +118,8 @@ class ModelSnapshot:
         for k, val in vars(model).items():
             if isinstance(val, wp.array):
                 self.arrays[k] = (val.numpy().copy(), val.dtype, tuple(val.shape))
-            else:
-                self.host[k] = val
+            else:  # lists copied: the model's fabrics list changes with set_fabric, the snapshot's must not
+                self.host[k] = list(val) if isinstance(val, list) else val
         self.nbytes_device = int(sum(getattr(model, k).capacity for k in self.arrays))
 
     def host_bytes(self) -> int:
