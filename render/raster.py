@@ -301,15 +301,29 @@ class ComputeRaster:
             self._raster("MODE_ID32", target, gms, objects, view_proj, size, positions, passes=(0, 1))
         return target, s
 
-    def depth_map(self, gms, view_proj: np.ndarray, size: tuple[int, int], texture) -> None:
-        """The depth-only pass into ``texture`` (a depth texture of ``size``): window depth of the
-        nearest surface per texel centre, 1.0 where none (the shadow map)."""
+    def depth_map(self, gms, view_proj: np.ndarray, size: tuple[int, int], framebuffer) -> None:
+        """The depth-only pass into ``framebuffer`` (a depth texture of ``size`` as its depth
+        attachment): window depth of the nearest surface per texel centre, 1.0 where none (the
+        shadow map). The depths go from the storage buffer into the texture through a full-screen
+        draw (raster_depth_copy.frag), not a pixel-buffer upload (slow on the NVIDIA driver)."""
+        ctx = self.ctx
         count = size[0] * size[1]
         target = self._buffer("depth", 4 * count)
         self._clear(target, count, 0x3F800000)    # 1.0f
-        self.ctx.memory_barrier()
+        ctx.memory_barrier()
         self._raster("MODE_DEPTH", target, gms, [0] * len(gms), view_proj, size, self.sample_positions(1))
-        texture.write(target, alignment=4)
+        prog = self.programs.get("deferred.vert", "raster_depth_copy.frag")
+        vao = self._fallback_vaos.get(id(prog))
+        if vao is None:
+            vao = self._fallback_vaos[id(prog)] = ctx.vertex_array(prog, [])
+        target.bind_to_storage_buffer(2)
+        _set(prog, "u_width", int(size[0]))
+        framebuffer.use()
+        ctx.disable(ctx.BLEND | ctx.CULL_FACE)
+        ctx.enable(ctx.DEPTH_TEST)
+        ctx.depth_func = "1"      # always: every texel written
+        vao.render(mode=ctx.TRIANGLES, vertices=3)
+        ctx.depth_func = "<"
 
     def contact_map(self, gms, view_proj: np.ndarray, size: tuple[int, int], ground_y: float,
                     contact_height: float, texture) -> None:

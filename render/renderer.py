@@ -441,7 +441,7 @@ class Renderer:
             map_key = map_key + (compute,)
             if not s.reuse_maps or self._map_keys.get(target_key) != map_key:
                 if compute:
-                    self.compute_raster.depth_map(gms, light_vp, (s.shadow_map_size, s.shadow_map_size), shadow_objs[1])
+                    self.compute_raster.depth_map(gms, light_vp, (s.shadow_map_size, s.shadow_map_size), shadow_objs[0])
                 else:
                     fbo = shadow_objs[0]
                     fbo.use()
