@@ -438,7 +438,6 @@ class Renderer:
             versions = tuple(gm.version for gm in gms)
             map_key = ("shadow", versions, light_vp.tobytes())
             target_key = ("depth", (s.shadow_map_size, s.shadow_map_size), 0)
-            map_key = map_key + (compute,)
             if not s.reuse_maps or self._map_keys.get(target_key) != map_key:
                 if compute:
                     self.compute_raster.depth_map(gms, light_vp, (s.shadow_map_size, s.shadow_map_size), shadow_objs[0])
@@ -465,7 +464,8 @@ class Renderer:
                            up=(0.0, 0.0, -1.0), name="contact")
             contact_vp = _ortho(-c_half, c_half, -c_half, c_half, 0.0, 12.0 * contact_h0) @ c_cam.view_matrix()
             contact_objs = self._target("contact", (s.contact_map_size, s.contact_map_size))
-            map_key = ("contact", tuple(gm.version for gm in gms), contact_vp.tobytes(), ground_y, contact_h0, compute)
+            # (either rasteriser's map serves both: the same depths and heights up to edge ties)
+            map_key = ("contact", tuple(gm.version for gm in gms), contact_vp.tobytes(), ground_y, contact_h0)
             target_key = ("contact", (s.contact_map_size, s.contact_map_size), 0)
             if compute and (not s.reuse_maps or self._map_keys.get(target_key) != map_key):
                 self.compute_raster.contact_map(gms, contact_vp, (s.contact_map_size, s.contact_map_size), ground_y,
