@@ -2,8 +2,11 @@
 
 :class:`SelfContactDetector` finds, for a query radius R [m], every pair of non-adjacent
 primitives closer than R and writes them to fixed-capacity per-primitive lists, on the device,
-without host round trips (so ``detect()`` can be captured in a CUDA graph). Each list is
-written by one thread in BVH traversal order, so the lists are deterministic run to run.
+without host round trips (so ``detect()`` can be captured in a CUDA graph). Two BVH queries per
+detection: one per vertex against the triangles (the vt lists, written by one thread in BVH traversal
+order; the tv lists are their inversion) and one per edge against the edges, each pair tested once by
+its lower edge and appended to both lists. Appended lists are sorted afterwards, so every list is the
+same run to run.
 
 Array layouts (all int32 / float32 wp.arrays on the detector's device):
 
@@ -48,15 +51,10 @@ VT, TV, EE = 0, 1, 2
 def copy_points_kernel(
     positions: wp.array(dtype=wp.vec3),
     points: wp.array(dtype=wp.vec3),
-    lowers: wp.array(dtype=wp.vec3),
-    uppers: wp.array(dtype=wp.vec3),
 ):
-    """Copy positions into the mesh's points and the vertex boxes (degenerate boxes at each point)."""
+    """Copy positions into the detector's own points."""
     v = wp.tid()
-    p = positions[v]
-    points[v] = p
-    lowers[v] = p
-    uppers[v] = p
+    points[v] = positions[v]
 
 
 @wp.kernel
@@ -134,18 +132,19 @@ def vertex_triangle_kernel(
     overflow: wp.array(dtype=wp.int32),
     required: wp.array(dtype=wp.int32),
 ):
-    """Per vertex v: triangles not containing v within radius; initialises min_dist[v]."""
+    """Per vertex v: triangles not containing v within radius, in BVH order; lowers min_dist of v and of each
+    such triangle's corners (min_dist starts at the radius; atomic min, order-free)."""
     v = wp.tid()
     p = points[v]
     query = wp.bvh_query_aabb(triangle_bvh, p - wp.vec3(radius), p + wp.vec3(radius))
     t = int(0)
     count = int(0)
     dmin = radius
+    wv = weld[v]
     while wp.bvh_query_next(query, t):
         i0 = triangles[t, 0]
         i1 = triangles[t, 1]
         i2 = triangles[t, 2]
-        wv = weld[v]
         if weld[i0] == wv or weld[i1] == wv or weld[i2] == wv:
             continue
         cp, w = closest_point_triangle(p, points[i0], points[i1], points[i2])
@@ -158,66 +157,32 @@ def vertex_triangle_kernel(
                 vt_tri[v * capacity + count] = t
             count += 1
             dmin = wp.min(dmin, d)
+            wp.atomic_min(min_dist, i0, d)
+            wp.atomic_min(min_dist, i1, d)
+            wp.atomic_min(min_dist, i2, d)
     _record_overflow(count, capacity, 0, overflow, required)
     vt_count[v] = wp.min(count, capacity)
-    min_dist[v] = dmin
+    if dmin < radius:
+        wp.atomic_min(min_dist, v, dmin)
 
 
 @wp.kernel
-def triangle_vertex_kernel(
-    vertex_bvh: wp.uint64,
-    points: wp.array(dtype=wp.vec3),
-    triangles: wp.array2d(dtype=wp.int32),
-    weld: wp.array(dtype=wp.int32),
-    rest: wp.array(dtype=wp.vec3),
-    panel: wp.array(dtype=wp.int32),
-    rest_radius: float,
-    radius: float,
+def triangle_vertex_scatter_kernel(
+    vt_capacity: int,
+    vt_count: wp.array(dtype=wp.int32),
+    vt_tri: wp.array(dtype=wp.int32),
     capacity: int,
     tv_count: wp.array(dtype=wp.int32),
     tv_vertex: wp.array(dtype=wp.int32),
-    min_dist: wp.array(dtype=float),
-    overflow: wp.array(dtype=wp.int32),
-    required: wp.array(dtype=wp.int32),
 ):
-    """Per triangle t: vertices not in t within radius; lowers min_dist of t's vertices (atomic min, order-free)."""
-    t = wp.tid()
-    i0 = triangles[t, 0]
-    i1 = triangles[t, 1]
-    i2 = triangles[t, 2]
-    a = points[i0]
-    b = points[i1]
-    c = points[i2]
-    lo = wp.min(wp.min(a, b), c) - wp.vec3(radius)
-    hi = wp.max(wp.max(a, b), c) + wp.vec3(radius)
-    query = wp.bvh_query_aabb(vertex_bvh, lo, hi)
-    v = int(0)
-    count = int(0)
-    dmin = radius
-    w0 = weld[i0]
-    w1 = weld[i1]
-    w2 = weld[i2]
-    while wp.bvh_query_next(query, v):
-        wv = weld[v]
-        if wv == w0 or wv == w1 or wv == w2:
-            continue
-        p = points[v]
-        cp, w = closest_point_triangle(p, a, b, c)
-        d = wp.length(p - cp)
-        if d < radius and rest_radius > 0.0:
-            if rest_neighbour_triangle(v, i0, i1, i2, rest, panel, rest_radius):
-                continue
-        if d < radius:
-            if count < capacity:
-                tv_vertex[t * capacity + count] = v
-            count += 1
-            dmin = wp.min(dmin, d)
-    _record_overflow(count, capacity, 1, overflow, required)
-    tv_count[t] = wp.min(count, capacity)
-    if dmin < radius:
-        wp.atomic_min(min_dist, i0, dmin)
-        wp.atomic_min(min_dist, i1, dmin)
-        wp.atomic_min(min_dist, i2, dmin)
+    """The triangle-vertex lists are the vertex-triangle lists inverted: each (v, t) pair appended to t's list
+    (tv_count zeroed before; the order is fixed afterwards by ``finish_lists_kernel``)."""
+    v = wp.tid()
+    for k in range(vt_count[v]):
+        t = vt_tri[v * vt_capacity + k]
+        slot = wp.atomic_add(tv_count, t, 1)
+        if slot < capacity:
+            tv_vertex[t * capacity + slot] = v
 
 
 @wp.kernel
@@ -234,10 +199,10 @@ def edge_edge_kernel(
     ee_count: wp.array(dtype=wp.int32),
     ee_edge: wp.array(dtype=wp.int32),
     min_dist: wp.array(dtype=float),
-    overflow: wp.array(dtype=wp.int32),
-    required: wp.array(dtype=wp.int32),
 ):
-    """Per edge e: edges sharing no vertex with e within radius; lowers min_dist of e's endpoints."""
+    """Per edge e: edges f > e sharing no vertex with e within radius, appended to both e's and f's list
+    (ee_count zeroed before; order fixed by ``finish_lists_kernel``); lowers min_dist of the four endpoints.
+    Each pair is tested once, by its lower edge."""
     e = wp.tid()
     i0 = edges[e, 0]
     i1 = edges[e, 1]
@@ -245,13 +210,14 @@ def edge_edge_kernel(
     p1 = points[i1]
     query = wp.bvh_query_aabb(edge_bvh, wp.min(p0, p1) - wp.vec3(radius), wp.max(p0, p1) + wp.vec3(radius))
     f = int(0)
-    count = int(0)
     dmin = radius
+    a0 = weld[i0]
+    a1 = weld[i1]
     while wp.bvh_query_next(query, f):
+        if f <= e:
+            continue
         j0 = edges[f, 0]
         j1 = edges[f, 1]
-        a0 = weld[i0]
-        a1 = weld[i1]
         b0 = weld[j0]
         b1 = weld[j1]
         if b0 == a0 or b0 == a1 or b1 == a0 or b1 == a1:
@@ -261,15 +227,47 @@ def edge_edge_kernel(
             if rest_neighbour_edges(i0, i1, j0, j1, rest, panel, rest_radius):
                 continue
         if d < radius:
-            if count < capacity:
-                ee_edge[e * capacity + count] = f
-            count += 1
+            slot = wp.atomic_add(ee_count, e, 1)
+            if slot < capacity:
+                ee_edge[e * capacity + slot] = f
+            slot = wp.atomic_add(ee_count, f, 1)
+            if slot < capacity:
+                ee_edge[f * capacity + slot] = e
             dmin = wp.min(dmin, d)
-    _record_overflow(count, capacity, 2, overflow, required)
-    ee_count[e] = wp.min(count, capacity)
+            wp.atomic_min(min_dist, j0, d)
+            wp.atomic_min(min_dist, j1, d)
     if dmin < radius:
         wp.atomic_min(min_dist, i0, dmin)
         wp.atomic_min(min_dist, i1, dmin)
+
+
+@wp.kernel
+def finish_lists_kernel(
+    capacity: int,
+    kind: int,
+    count: wp.array(dtype=wp.int32),
+    items: wp.array(dtype=wp.int32),
+    overflow: wp.array(dtype=wp.int32),
+    required: wp.array(dtype=wp.int32),
+):
+    """A list filled by atomic appends: record an overflow, clamp the count to the capacity and sort the
+    entries (insertion sort; lists are short), so the lists are the same run to run whatever the order of
+    the appends."""
+    i = wp.tid()
+    c = count[i]
+    _record_overflow(c, capacity, kind, overflow, required)
+    c = wp.min(c, capacity)
+    count[i] = c
+    base = i * capacity
+    for k in range(1, c):
+        key = items[base + k]
+        j = k - 1
+        while j >= 0:
+            if items[base + j] <= key:
+                break
+            items[base + j + 1] = items[base + j]
+            j -= 1
+        items[base + j + 1] = key
 
 
 # --------------------------------------------------------------------------------------
@@ -327,8 +325,6 @@ class SelfContactDetector:
 
         n, m, e, dev = self.vertex_count, self.triangle_count, self.edge_count, self.device
         self.points = wp.zeros(n, dtype=wp.vec3, device=dev)  # [m] the mesh's own copy of the positions
-        self.vertex_lowers = wp.zeros(n, dtype=wp.vec3, device=dev)
-        self.vertex_uppers = wp.zeros(n, dtype=wp.vec3, device=dev)
         self.triangle_lowers = wp.zeros(m, dtype=wp.vec3, device=dev)
         self.triangle_uppers = wp.zeros(m, dtype=wp.vec3, device=dev)
         self.edge_lowers = wp.zeros(max(e, 1), dtype=wp.vec3, device=dev)
@@ -358,7 +354,6 @@ class SelfContactDetector:
         self.required = wp.zeros(3, dtype=wp.int32, device=dev)
         self._allocate_lists()
         self.triangle_bvh = None
-        self.vertex_bvh = None
         self.edge_bvh = None
         if positions is not None:
             self.build(positions)
@@ -379,7 +374,7 @@ class SelfContactDetector:
     def memory_bytes(self) -> int:
         """Bytes held in this detector's wp.arrays (not counting the BVH nodes)."""
         arrays = (
-            self.points, self.vertex_lowers, self.vertex_uppers, self.edge_lowers, self.edge_uppers,
+            self.points, self.edge_lowers, self.edge_uppers,
             self.triangle_lowers, self.triangle_uppers,
             self.vt_count, self.tv_count, self.ee_count, self.min_dist, self.weld, self.rest, self.panel,
             self.overflow, self.required, self.vt_tri, self.tv_vertex, self.ee_edge, self.triangles, self.edges,
@@ -389,7 +384,7 @@ class SelfContactDetector:
     def release(self):
         """Free every device buffer (idempotent). The detector is unusable afterwards."""
         for name in (
-            "triangle_bvh", "vertex_bvh", "edge_bvh", "points", "vertex_lowers", "vertex_uppers", "edge_lowers",
+            "triangle_bvh", "edge_bvh", "points", "edge_lowers",
             "triangle_lowers", "triangle_uppers",
             "edge_uppers", "vt_count", "tv_count", "ee_count", "min_dist", "weld", "rest", "panel", "overflow",
             "required",
@@ -400,8 +395,8 @@ class SelfContactDetector:
     # -- acceleration structures
 
     def _update_bounds(self, positions: wp.array):
-        wp.launch(copy_points_kernel, dim=self.vertex_count, inputs=[positions],
-                  outputs=[self.points, self.vertex_lowers, self.vertex_uppers], device=self.device)
+        wp.launch(copy_points_kernel, dim=self.vertex_count, inputs=[positions], outputs=[self.points],
+                  device=self.device)
         wp.launch(triangle_bounds_kernel, dim=self.triangle_count, inputs=[self.points, self.triangles],
                   outputs=[self.triangle_lowers, self.triangle_uppers], device=self.device)
         if self.edge_count:
@@ -413,13 +408,11 @@ class SelfContactDetector:
         pos = self._check_positions(as_vec3_array(positions, self.device))
         self._update_bounds(pos)
         self.triangle_bvh = wp.Bvh(self.triangle_lowers, self.triangle_uppers)
-        self.vertex_bvh = wp.Bvh(self.vertex_lowers, self.vertex_uppers)
         self.edge_bvh = wp.Bvh(self.edge_lowers, self.edge_uppers) if self.edge_count else None
 
     def rebuild(self):
         """Re-split the three BVHs on the bounds of the last :meth:`detect`, in place (no allocation)."""
         self.triangle_bvh.rebuild()
-        self.vertex_bvh.rebuild()
         if self.edge_bvh is not None:
             self.edge_bvh.rebuild()
 
@@ -457,7 +450,6 @@ class SelfContactDetector:
                 self.rebuild()
             else:
                 self.triangle_bvh.refit()
-                self.vertex_bvh.refit()
                 if self.edge_bvh is not None:
                     self.edge_bvh.refit()
         r = float(query_radius)
@@ -467,16 +459,25 @@ class SelfContactDetector:
         dev = self.device
         flags = [self.overflow, self.required]
         filt = [self.weld, self.rest, self.panel, rr, r]
+        # min_dist starts at the radius and every kernel lowers it by atomic min; the appended lists
+        # start empty (memsets: capturable)
+        self.min_dist.fill_(r)
+        self.tv_count.zero_()
+        self.ee_count.zero_()
         wp.launch(vertex_triangle_kernel, dim=self.vertex_count,
                   inputs=[self.triangle_bvh.id, self.points, self.triangles, *filt, self.vt_capacity],
                   outputs=[self.vt_count, self.vt_tri, self.min_dist, *flags], device=dev)
-        wp.launch(triangle_vertex_kernel, dim=self.triangle_count,
-                  inputs=[self.vertex_bvh.id, self.points, self.triangles, *filt, self.tv_capacity],
-                  outputs=[self.tv_count, self.tv_vertex, self.min_dist, *flags], device=dev)
+        wp.launch(triangle_vertex_scatter_kernel, dim=self.vertex_count,
+                  inputs=[self.vt_capacity, self.vt_count, self.vt_tri, self.tv_capacity],
+                  outputs=[self.tv_count, self.tv_vertex], device=dev)
+        wp.launch(finish_lists_kernel, dim=self.triangle_count, inputs=[self.tv_capacity, TV],
+                  outputs=[self.tv_count, self.tv_vertex, *flags], device=dev)
         if self.edge_count:
             wp.launch(edge_edge_kernel, dim=self.edge_count,
                       inputs=[self.edge_bvh.id, self.points, self.edges, *filt, self.ee_capacity],
-                      outputs=[self.ee_count, self.ee_edge, self.min_dist, *flags], device=dev)
+                      outputs=[self.ee_count, self.ee_edge, self.min_dist], device=dev)
+            wp.launch(finish_lists_kernel, dim=self.edge_count, inputs=[self.ee_capacity, EE],
+                      outputs=[self.ee_count, self.ee_edge, *flags], device=dev)
 
     def reset_overflow(self):
         """Zero ``overflow`` and ``required`` (a memset: capturable)."""

@@ -186,8 +186,8 @@ def estimate_simulator_bytes(cloths, *, self_collision: bool, colliders=(), mode
                       + 12 * ec + 24 + 24 * nc_tot + 24 * ec + 8 * e + 12 * m + 4 * e * (1 + collider_capacities[0]) + 4 * m * (1 + collider_capacities[1])
                       + 4 + 8)
     if self_collision:
-        # bounds of the three BVHs: per vertex, per triangle and per edge (lower, upper vec3 each)
-        collision += (36 * n + 24 * m + 24 * max(e, 1) + 4 * n + 4 * m + 4 * e + 4 * n + 4 * n + 4 + 12
+        # points, and the bounds of the two BVHs: per triangle and per edge (lower, upper vec3 each)
+        collision += (12 * n + 24 * m + 24 * max(e, 1) + 4 * n + 4 * m + 4 * e + 4 * n + 4 * n + 4 + 12
                       + 4 * n * self_capacities[0] + 4 * m * self_capacities[1] + 4 * e * self_capacities[2] + 12 * m + 8 * e
                       + 12 * n + 4 * n)  # rest positions (vec3) and panel ids (int32) for the rest-neighbour test
     out = {"constraints": int(model_bytes), "state": int(state), "scratch": int(scratch), "collision": int(collision)}
