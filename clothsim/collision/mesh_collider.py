@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 import warp as wp
 
-from ._arrays import as_index_array, as_vec3_array, unique_edges
+from ._arrays import as_index_array, as_vec3_array, query_block_dim, unique_edges
 from .contact_funcs import closest_point_triangle, closest_points_edge_edge
 from .self_contact import edge_bounds_kernel
 
@@ -394,17 +394,20 @@ class ClothColliderContacts:
                   inputs=[col.mesh.id, col.points, col.prev_points, col.triangles, col.bounds, positions, r,
                           col.thickness_offset, int(self.deep_check)],
                   outputs=[self.vertex_face, self.vertex_dist, self.vertex_normal, self.vertex_point,
-                           self.vertex_bary, self.vertex_disp], device=dev)  # fmt: skip
+                           self.vertex_bary, self.vertex_disp], device=dev,
+                  block_dim=query_block_dim(dev, self.vertex_count))  # fmt: skip
         if self.edge_count:
             wp.launch(edge_collider_kernel, dim=self.edge_count,
                       inputs=[col.edge_bvh.id, col.points, col.edges, positions, self.edges,
                               r + col.thickness_offset, self.edge_capacity, 0],
-                      outputs=[self.ee_count, self.ee_edge, self.overflow, self.required], device=dev)  # fmt: skip
+                      outputs=[self.ee_count, self.ee_edge, self.overflow, self.required], device=dev,
+                      block_dim=query_block_dim(dev, self.edge_count))  # fmt: skip
         if self.triangle_count:
             wp.launch(triangle_collider_vertex_kernel, dim=self.triangle_count,
                       inputs=[col.vertex_bvh.id, col.points, positions, self.triangles,
                               r + col.thickness_offset, self.triangle_capacity, 0],
-                      outputs=[self.tv_count, self.tv_vertex, self.overflow, self.required], device=dev)  # fmt: skip
+                      outputs=[self.tv_count, self.tv_vertex, self.overflow, self.required], device=dev,
+                      block_dim=query_block_dim(dev, self.triangle_count))  # fmt: skip
 
     def reset_overflow(self):
         """Zero ``overflow`` and ``required`` (capturable memsets)."""

@@ -37,7 +37,7 @@ from __future__ import annotations
 import numpy as np
 import warp as wp
 
-from ._arrays import as_index_array, as_vec3_array
+from ._arrays import as_index_array, as_vec3_array, query_block_dim
 from .contact_funcs import closest_point_triangle, closest_points_edge_edge
 
 VT, TV, EE = 0, 1, 2
@@ -466,7 +466,8 @@ class SelfContactDetector:
         self.ee_count.zero_()
         wp.launch(vertex_triangle_kernel, dim=self.vertex_count,
                   inputs=[self.triangle_bvh.id, self.points, self.triangles, *filt, self.vt_capacity],
-                  outputs=[self.vt_count, self.vt_tri, self.min_dist, *flags], device=dev)
+                  outputs=[self.vt_count, self.vt_tri, self.min_dist, *flags], device=dev,
+                  block_dim=query_block_dim(dev, self.vertex_count))
         wp.launch(triangle_vertex_scatter_kernel, dim=self.vertex_count,
                   inputs=[self.vt_capacity, self.vt_count, self.vt_tri, self.tv_capacity],
                   outputs=[self.tv_count, self.tv_vertex], device=dev)
@@ -475,7 +476,8 @@ class SelfContactDetector:
         if self.edge_count:
             wp.launch(edge_edge_kernel, dim=self.edge_count,
                       inputs=[self.edge_bvh.id, self.points, self.edges, *filt, self.ee_capacity],
-                      outputs=[self.ee_count, self.ee_edge, self.min_dist], device=dev)
+                      outputs=[self.ee_count, self.ee_edge, self.min_dist], device=dev,
+                      block_dim=query_block_dim(dev, self.edge_count))
             wp.launch(finish_lists_kernel, dim=self.edge_count, inputs=[self.ee_capacity, EE],
                       outputs=[self.ee_count, self.ee_edge, *flags], device=dev)
 

@@ -31,6 +31,7 @@ from ..collision.mesh_collider import (
     reset_bounds_kernel,
     triangle_collider_vertex_kernel,
 )
+from ..collision._arrays import query_block_dim
 from ..collision.self_contact import edge_bounds_kernel
 from ..topology import csr, unique_edges
 from .kernels import vertex_normals_kernel
@@ -186,11 +187,13 @@ class ColliderContacts:
             wp.launch(edge_collider_kernel, self.ce_count.shape[0],
                       inputs=[self.edge_bvh.id, self.points, self.edges, x_prev, self.cloth_edges, r,
                               self.edge_capacity, INTERIOR_ONLY],
-                      outputs=[self.ce_count, self.ce_edge, self.overflow, self.required], device=d)
+                      outputs=[self.ce_count, self.ce_edge, self.overflow, self.required], device=d,
+                      block_dim=query_block_dim(d, self.ce_count.shape[0]))
         wp.launch(triangle_collider_vertex_kernel, self.ct_count.shape[0],
                   inputs=[self.vertex_bvh.id, self.points, x_prev, self.cloth_triangles, r, self.triangle_capacity,
                           INTERIOR_ONLY],
-                  outputs=[self.ct_count, self.ct_vertex, self.overflow, self.required], device=d)
+                  outputs=[self.ct_count, self.ct_vertex, self.overflow, self.required], device=d,
+                  block_dim=query_block_dim(d, self.ct_count.shape[0]))
 
     def kernel_args(self) -> list:
         return [1, self.points, self.velocities, self.vertex_normals, self.edges, self.edge_normals, self.edge_capacity, self.ce_count, self.ce_edge,

@@ -12,6 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import warp as wp
 
+from ..collision._arrays import query_block_dim
 from . import kernels as K
 from . import collider_contacts as CC
 from .self_collision import SelfCollision, disabled_kernel_args
@@ -217,7 +218,8 @@ class SolverVBD:
             for k, c in enumerate(self.colliders):
                 wp.launch(K.collider_detect_kernel, n,
                           inputs=[self.x_prev, c.mesh.id, k, slots, self.query_radius],
-                          outputs=[self.c_point, self.c_normal, self.c_vel, self.c_active], device=dev)
+                          outputs=[self.c_point, self.c_normal, self.c_vel, self.c_active], device=dev,
+                          block_dim=query_block_dim(dev, n))
             if self.collider_contacts is not None:
                 self.collider_contacts.detect(self.x_prev, self.query_radius,
                                               moved=self._cc_refresh or any(c.moving for c in self.colliders))
