@@ -46,7 +46,8 @@ sys.path.insert(0, str(ROOT))
 
 
 def run_one(path: Path, level: int, device: str, frames: int | None, max_seconds: float | None = None,
-            substeps: int | None = None, refine_from: int | None = None) -> dict:
+            substeps: int | None = None, refine_from: int | None = None,
+            contact_stiffness: float | None = None) -> dict:
     import clothsim as cs
     from clothsim.scene import Drape
     from clothsim.scene.run import with_overrides
@@ -61,6 +62,8 @@ def run_one(path: Path, level: int, device: str, frames: int | None, max_seconds
                     "vertices": int(d.sim.particle_count), "triangles": int(len(d.sim.triangles)), "device": d.device,
                     "frames": 0, "setup_s": setup_s, "built_only": True}
     scene = with_overrides(cs.load_scene(path), device=device, frames=frames, substeps=substeps)
+    if contact_stiffness is not None:  # body contact stiffness [N/m] per vertex, instead of the scene's
+        scene = scene.replace(simulation=dataclasses.replace(scene.simulation, contact_stiffness=float(contact_stiffness)))
     if refine_from is None:  # fine-only, whatever the scene file says
         scene = scene.replace(simulation=dataclasses.replace(scene.simulation, refine_from=None))
     t0, c0 = time.perf_counter(), time.process_time()
@@ -225,6 +228,9 @@ def main(argv=None) -> int:
                     help="with --refine-from: run each case fine-only, then coarse-to-fine, back to back")
     ap.add_argument("--repeats", type=int, default=1,
                     help="run each case this many times (with --compare: fine-only and coarse-to-fine alternating)")
+    ap.add_argument("--contact-stiffness", type=float, default=None, metavar="K",
+                    help="body contact stiffness [N/m] per vertex instead of each scene's (e.g. to test the residual "
+                         "floor at fine levels: a vertex's contact frequency sqrt(k/m) doubles per level at fixed k)")
     ap.add_argument("--tag", default=None, help="results file tag (default: the device)")
     ap.add_argument("--note", default="", help="free text stored in the JSON and markdown (e.g. machine load)")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
@@ -242,6 +248,7 @@ def main(argv=None) -> int:
     result = {"benchmark": "drape", "device": args.device, "host": platform.node(), "python": platform.python_version(),
               "warp": wp.config.version, "levels": args.levels, "frame_cap": args.frames,
               "max_seconds": args.max_seconds, "level_substeps": args.level_substeps, "budget_seconds": args.budget_seconds, "note": args.note,
+              "contact_stiffness": args.contact_stiffness,
               "refine_from": args.refine_from, "compare": args.compare, "rows": []}
     rows = result["rows"]
     start = time.perf_counter()
@@ -260,7 +267,8 @@ def main(argv=None) -> int:
                 print(f"{p.stem} level {lv} on {args.device} ({mode}) ...", flush=True)
                 try:
                     sub = args.level_substeps[min(lv, len(args.level_substeps) - 1)] if args.level_substeps else None
-                    row = run_one(p, lv, args.device, args.frames, args.max_seconds, sub, mode_rf)
+                    row = run_one(p, lv, args.device, args.frames, args.max_seconds, sub, mode_rf,
+                                  args.contact_stiffness)
                 except Exception as e:  # noqa: BLE001 - one failing case must not stop the rest
                     row = {"scene": p.stem, "level": lv, "error": f"{type(e).__name__}: {e}"}
                 rows.append(row)
