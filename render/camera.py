@@ -30,6 +30,14 @@ STANDARD_VIEWS: dict[str, tuple[float, float]] = {
 }
 
 
+def _cross(a, b) -> np.ndarray:
+    """a x b of two 3-vectors, float64 (np.cross's formula without its per-call overhead: the renderer
+    builds its light and contact cameras every frame)."""
+    a0, a1, a2 = float(a[0]), float(a[1]), float(a[2])
+    b0, b1, b2 = float(b[0]), float(b[1]), float(b[2])
+    return np.array([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0])
+
+
 def _normalize(v: np.ndarray) -> np.ndarray:
     n = np.linalg.norm(v)
     if n == 0.0:
@@ -66,18 +74,18 @@ class Camera:
             object.__setattr__(self, key, tuple(float(x) for x in value))
         if not (math.isfinite(self.focal_mm) and self.focal_mm > 0):
             raise cs.InputError(f"camera {self.name!r}: focal_mm must be > 0 mm, got {self.focal_mm!r}")
-        if np.allclose(self.position, self.target):
+        if all(abs(p - t) <= 1e-8 + 1e-5 * abs(t) for p, t in zip(self.position, self.target)):   # np.allclose
             raise cs.InputError(f"camera {self.name!r}: position and target coincide at {self.position}")
         fwd = np.subtract(self.target, self.position)
-        if np.linalg.norm(np.cross(fwd, self.up)) < 1e-9 * np.linalg.norm(fwd) * np.linalg.norm(self.up):
+        if np.linalg.norm(_cross(fwd, self.up)) < 1e-9 * np.linalg.norm(fwd) * np.linalg.norm(self.up):
             raise cs.InputError(f"camera {self.name!r}: up {self.up} is parallel to the view direction")
 
     # ------------------------------------------------------------------ geometry
     def basis(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(right, up, back) unit vectors of the camera frame; the camera looks along -back."""
         back = _normalize(np.subtract(self.position, self.target))
-        right = _normalize(np.cross(self.up, back))
-        up = np.cross(back, right)
+        right = _normalize(_cross(self.up, back))
+        up = _cross(back, right)
         return right, up, back
 
     def view_matrix(self) -> np.ndarray:

@@ -638,8 +638,9 @@ class Renderer:
         if visibility and compute:
             vis_gms = [gm for item, gm in zip(meshes, gms) if item.material.visible]
             ground = (ground_y, (s_lo[0], s_lo[2], s_hi[0], s_hi[2])) if draw_ground else None
+            inv_vp = np.linalg.inv(view_proj)
             vis_ids, vis_samples = self.compute_raster.ids(vis_gms, [object_bits(k) for k in range(len(vis_gms))],
-                                                           view_proj, (w, h), samples, ground)
+                                                           view_proj, (w, h), samples, ground, inv_vp)
         elif draw_ground:
             if visibility:
                 prog = self.programs.get("ground.vert", "visibility.frag")
@@ -711,7 +712,8 @@ class Renderer:
                 vis[1].use(location=7)
                 _set(prog, "u_vis", 7)
             vis[3].bind_to_image(0, read=False, write=True)
-            inv_vp = np.linalg.inv(view_proj)
+            if vis_ids is None:
+                inv_vp = np.linalg.inv(view_proj)
             _set(prog, "u_inv_view_proj", _f32(inv_vp))
             _set(prog, "u_size", (w, h))
             _set(prog, "u_ground_y", ground_y)
