@@ -40,6 +40,7 @@ from .visibility import (GEOMETRY_UNIT, GROUND_OBJECT, LOCAL_SIZE, MAX_TEXTURED_
 
 _VERSIONS = itertools.count(1)   # GL content versions, unique across meshes (shadow-map reuse keys)
 GROUND_SLOT = 4095   # the floor's slot in the G-buffer (meshes are 1, 2, ...; 0 = nothing drawn)
+MAX_ID_BUFFER_BYTES = 2 ** 31   # the compute id pass's storage buffer, at most
 
 
 def _f32(m: np.ndarray) -> bytes:
@@ -507,13 +508,19 @@ class Renderer:
         deferred = mode == "deferred"
         visibility = mode == "visibility"
         self.frame_info["shading"] = mode
+        # the compute id pass keeps 8 bytes per sample in one storage buffer: up to 2 GiB (4x MSAA up to
+        # ~8k x 8k); beyond, the GL id pass
+        compute_ids = (visibility and compute
+                       and w * h * len(self.compute_raster.sample_positions(samples)) * 8 <= MAX_ID_BUFFER_BYTES)
+        if visibility and compute and not compute_ids:
+            self.frame_info["raster"] = "compute maps, hardware ids"
         bg_srgb = np.asarray(s.background)
         if deferred:
             g = self._target("gbuffer", (w, h), samples)
             fbo = g[0]
             fbo.use()
             fbo.clear(0.0, 0.0, 0.0, 0.0, depth=1.0)       # slot 0: nothing drawn
-        elif visibility and compute:   # ids from the compute rasteriser (after the loop below)
+        elif compute_ids:   # ids from the compute rasteriser (after the loop below)
             fbo = None
             vis = (None, None, None, *self._target("visibility_out", (w, h)))
         elif visibility:
@@ -589,7 +596,7 @@ class Renderer:
             if mat.textured and not uv_ok:
                 raise cs.InputError(f"mesh {item.name!r}: material {mat.name!r} has textures but the mesh has no uvs")
             uv_ok = uv_ok and mat.textured
-            if visibility and compute:
+            if compute_ids:
                 continue
             if visibility:   # positions only; the compute pass fetches the rest by triangle id
                 prog = self.programs.get("depth.vert", "visibility.frag")
@@ -635,7 +642,7 @@ class Renderer:
             self._vao(gm, prog, uv_ok, False).render()
 
         vis_ids = None
-        if visibility and compute:
+        if compute_ids:
             vis_gms = [gm for item, gm in zip(meshes, gms) if item.material.visible]
             ground = (ground_y, (s_lo[0], s_lo[2], s_hi[0], s_hi[2])) if draw_ground else None
             inv_vp = np.linalg.inv(view_proj)
