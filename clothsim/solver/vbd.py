@@ -229,12 +229,14 @@ class SolverVBD:
             wp.launch(K.edge_angles_kernel, len(m.host_bend), inputs=[self.x_prev, m.bend], outputs=[self.theta_prev], device=dev)
             rho = s.chebyshev_rho
             omega = 1.0
+            # Chebyshev semi-iterative acceleration (Wang 2015; VBD sec. 3.7): x ← ω(x̂ − x⁽ⁿ⁻²⁾) + x⁽ⁿ⁻²⁾ after
+            # every iteration but the first (ω = 1 there: only the history x⁽⁰⁾, x⁽¹⁾ is recorded, by copies);
+            # with one iteration it has nothing to do
+            cheb = rho > 0.0 and s.iterations > 1
             for it in range(s.iterations):
-                if rho > 0.0:
-                    # Chebyshev semi-iterative acceleration (Wang 2015; VBD sec. 3.7): x ← ω(x̂ − x⁽ⁿ⁻²⁾) + x⁽ⁿ⁻²⁾
+                if cheb:
                     omega = 1.0 if it == 0 else (2.0 / (2.0 - rho * rho) if it == 1 else 4.0 / (4.0 - rho * rho * omega))
                     if it == 0:
-                        wp.copy(self.cheb_prev, state.x)
                         wp.copy(self.cheb_prev2, state.x)
                 if dev.is_cpu and self._cpu_threads() > 1 and self._cpu_split:
                     # each colour's vertices split over threads; colour by colour (same result, bit for bit)
@@ -249,7 +251,9 @@ class SolverVBD:
                 else:
                     for start, count in m.color_ranges:
                         self._solve_color(state, start, count, h, slots)
-                if rho > 0.0:
+                if cheb and it == 0:
+                    wp.copy(self.cheb_prev, state.x)
+                elif cheb:
                     wp.launch(K.chebyshev_kernel, n, inputs=[omega, m.inv_mass], outputs=[state.x, self.cheb_prev, self.cheb_prev2],
                               device=dev)
             wp.launch(K.finish_substep_kernel, n, inputs=[state.x, self.x_prev, h], outputs=[state.v, self.bad], device=dev)
