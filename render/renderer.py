@@ -100,7 +100,8 @@ class Renderer:
         self._released = False
         self.max_samples = int(self.ctx.max_samples)
         self._interop = None
-        self._vis_geometry = VisibilityGeometry(self.ctx)
+        # vertex data as storage buffers on GPUs, textures on software rasterisers (render.visibility)
+        self._vis_geometry = VisibilityGeometry(self.ctx, use_buffers=not self.software_raster)
         #: the compute rasteriser (RenderSettings.raster; render.raster)
         self.compute_raster = ComputeRaster(self.ctx, self.programs)
         self._sample_counts: dict[int, int] = {}
@@ -685,7 +686,8 @@ class Renderer:
             # ---- compute: per pixel, reconstruct and shade each distinct triangle, resolve, tone map
             src = vis[4]
             defines = {"SAMPLES": vis_samples if vis_ids is not None else self._texture_samples(samples),
-                       "COMPUTE_IDS": vis_ids is not None, "LIGHT_COUNT": lights.count,
+                       "COMPUTE_IDS": vis_ids is not None, "GEOMETRY_BUFFERS": self._vis_geometry.use_buffers,
+                       "LIGHT_COUNT": lights.count,
                        "SHADOWS": key_shadow,
                        "KEY_SHADOW": key_shadow, "TRANSPARENT": s.transparent, "HAS_GROUND": draw_ground,
                        "TONEMAP": tonemap, "MERGE": self.visibility_merge, "TEX_WIDTH": TEX_WIDTH, **slot_defines(visible_items)}

@@ -81,17 +81,22 @@ class VisibilityGeometry:
     normals (RGB32F), uvs (RG32F), triangles (RGB32UI, one texel per triangle, indices local to the
     mesh), every mesh back to back in rows of :data:`TEX_WIDTH` texels.
 
-    Textures, not storage buffers: llvmpipe fetches texels ~2.4x faster than it loads storage
-    buffer elements at per-lane addresses (a probe of 12 coherent loads per pixel at 1080p: 91 vs
-    214 ms). Filled on the GPU from the meshes' GL buffers (``copy_buffer`` into a staging buffer
-    padded to whole rows, then a pixel-buffer upload), only when a mesh's GL content changed.
+    Textures on llvmpipe: it fetches texels ~2.4x faster than it loads storage buffer elements at
+    per-lane addresses (a probe of 12 coherent loads per pixel at 1080p: 91 vs 214 ms). Filled on
+    the GPU from the meshes' GL buffers (``copy_buffer`` into a staging buffer padded to whole rows,
+    then a pixel-buffer upload), only when a mesh's GL content changed. ``use_buffers`` (GPUs): the
+    data stays in storage buffers, one per kind, filled by ``copy_buffer`` alone (visibility.comp's
+    GEOMETRY_BUFFERS): the NVIDIA driver's pixel upload into these textures took ~10 ms for 1 M
+    triangles on the H200 (a conversion path), paid on every frame whose positions changed.
     Owned by the Renderer; no numpy round trip.
     """
 
     KINDS = {"positions": (3, "f4", 12), "normals": (3, "f4", 12), "uvs": (2, "f4", 8), "indices": (3, "u4", 12)}
 
-    def __init__(self, ctx) -> None:
+    def __init__(self, ctx, use_buffers: bool = False) -> None:
         self._ctx = ctx
+        self.use_buffers = use_buffers
+        self._buffers: dict[str, object] = {}
         self._staging = None
         self._textures: dict[str, object] = {}
         self._key = None
@@ -100,12 +105,16 @@ class VisibilityGeometry:
 
     def nbytes(self) -> int:
         n = sum(t.width * t.height * self.KINDS[k][2] for k, t in self._textures.items())
+        n += sum(b.size for b in self._buffers.values())
         return int(n + (self._staging.size if self._staging is not None else 0))
 
     def release(self) -> None:
         for t in self._textures.values():
             t.release()
         self._textures.clear()
+        for b in self._buffers.values():
+            b.release()
+        self._buffers.clear()
         if self._staging is not None:
             self._staging.release()
             self._staging = None
@@ -124,8 +133,17 @@ class VisibilityGeometry:
 
     def _fill(self, kind: str, count: int, sources) -> None:
         """Texture ``kind`` <- the buffers ``sources`` [(buffer, texel count, first texel)]."""
-        tex = self._texture(kind, count)
         texel = self.KINDS[kind][2]
+        if self.use_buffers:
+            buf = self._buffers.get(kind)
+            if buf is None or buf.size < count * texel:
+                if buf is not None:
+                    buf.release()
+                buf = self._buffers[kind] = self._ctx.buffer(reserve=max(count * texel, 16))
+            for src, n, first in sources:
+                self._ctx.copy_buffer(buf, src, n * texel, 0, first * texel)
+            return
+        tex = self._texture(kind, count)
         size = tex.height * TEX_WIDTH * texel
         if self._staging is None or self._staging.size < size:
             if self._staging is not None:
@@ -157,5 +175,8 @@ class VisibilityGeometry:
                                             if (uv_slots >> k) & 1])
             self._key = key
         for unit, kind in enumerate(("positions", "normals", "uvs", "indices")):
+            if self.use_buffers:   # storage bindings 5..8 (visibility.comp's GEOMETRY_BUFFERS)
+                (self._buffers.get(kind) or self._buffers["positions"]).bind_to_storage_buffer(5 + unit)
+                continue
             tex = self._textures.get(kind) or self._textures["positions"]
             tex.use(location=first_unit + unit)

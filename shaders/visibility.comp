@@ -40,10 +40,19 @@ layout(rgba8, binding = 0) writeonly uniform image2D u_out;   // premultiplied d
 
 // mesh data of all slots, TEX_WIDTH texels a row (render.visibility.VisibilityGeometry): each
 // slot's vertices from u_vertex_base[slot], its triangles from u_triangle_base[slot]
+// (GEOMETRY_BUFFERS: the same data in storage buffers, tightly packed: GPUs, where filling the
+// textures went through a slow pixel-upload path)
+#ifdef GEOMETRY_BUFFERS
+layout(std430, binding = 5) readonly buffer VisPositions { float vis_positions[]; };
+layout(std430, binding = 6) readonly buffer VisNormals { float vis_normals[]; };
+layout(std430, binding = 7) readonly buffer VisUvs { float vis_uvs[]; };
+layout(std430, binding = 8) readonly buffer VisTriangles { uint vis_triangles[]; };
+#else
 layout(binding = 26) uniform sampler2D u_vis_positions;  // [m], xyz
 layout(binding = 27) uniform sampler2D u_vis_normals;    // xyz
 layout(binding = 28) uniform sampler2D u_vis_uvs;        // uv
 layout(binding = 29) uniform usampler2D u_vis_triangles; // vertex indices, local to the slot
+#endif
 
 uniform mat4 u_inv_view_proj;       // clip -> world
 uniform ivec2 u_size;               // image [px]
@@ -133,14 +142,24 @@ vec3 barycentrics(vec3 a, vec3 e1, vec3 e2, vec3 d) {
     return vec3(1.0 - u - v, u, v);
 }
 
+#ifdef GEOMETRY_BUFFERS
+#define VEC3_AT(T, I) vec3(T[3u * (I)], T[3u * (I) + 1u], T[3u * (I) + 2u])
+#define VEC2_AT(T, I) vec2(T[2u * (I)], T[2u * (I) + 1u])
+#define TRIANGLE_AT(I) uvec3(vis_triangles[3u * (I)], vis_triangles[3u * (I) + 1u], vis_triangles[3u * (I) + 2u])
+#define u_vis_positions vis_positions
+#define u_vis_normals vis_normals
+#define u_vis_uvs vis_uvs
+#else
 #define TEXEL(T, I) texelFetch(T, ivec2(int((I) % uint(TEX_WIDTH)), int((I) / uint(TEX_WIDTH))), 0)
 #define VEC3_AT(T, I) TEXEL(T, I).xyz
 #define VEC2_AT(T, I) TEXEL(T, I).xy
+#define TRIANGLE_AT(I) TEXEL(u_vis_triangles, I).xyz
+#endif
 
 // The global vertex indices of mesh triangle id.
 uvec3 triangle_vertices(uint id) {
     int slot = int(id >> 24) - 1;
-    return TEXEL(u_vis_triangles, u_triangle_base[slot] + (id & 0xFFFFFFu)).xyz + u_vertex_base[slot];
+    return TRIANGLE_AT(u_triangle_base[slot] + (id & 0xFFFFFFu)) + u_vertex_base[slot];
 }
 
 // The point of mesh triangle id (global vertex indices vi) seen through the pixel centre (d: the

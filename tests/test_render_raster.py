@@ -16,8 +16,11 @@ sets up its planes before snapping), so texels covered in both differ by float r
 there (measured max 1.1e-6); the NVIDIA driver sets up its planes differently (snapped vertices or
 its own precision: measured 2.8e-5 on the H200). Bound 1e-4: 7% of the constant shadow bias 0.0015,
 so no lit/shadowed comparison moves by more than a small part of the bias; texels covered in one only
-(edge ties) at most 1e-3 of the map. Contact map
-(R16F, relative step 2^-11): exp(-h / h0) within 2e-3 where both are covered.
+(edge ties) at most 1e-3 of the map. Contact map (R16F, relative step 2^-11): exp(-h / h0) where both
+are covered; the map looks up at the cloth, whose near-vertical walls change height fast across a
+texel, so the drivers' different plane set-ups show more there (measured max 1.2e-4 on llvmpipe,
+7.7e-3 on the H200). Bound 1e-2: with the contact strength 0.55 under the blur, under 0.6% of the
+floor's darkness.
 The shaded images are then compared as test_render_visibility compares shading modes.
 """
 
@@ -208,7 +211,7 @@ def test_shadow_and_contact_maps_match(renderer, scene):
     print(f"contact: {both.sum()} texels in both, {one.sum()} in one, max diff {np.abs(c_hw - c_cp)[both].max():.2e}")
     assert both.sum() > (5000 if scene == "fallback" else 50)
     assert one.mean() <= 5e-3
-    assert np.abs(c_hw - c_cp)[both].max() <= 2e-3
+    assert np.abs(c_hw - c_cp)[both].max() <= 1e-2
 
 
 @pytest.mark.parametrize("scene", ["drape", "sheet"])
@@ -270,3 +273,26 @@ def test_auto_and_bad_raster_setting(renderer):
     assert renderer.frame_info["raster"] == ("hardware" if renderer.software_raster else "compute")
     with pytest.raises(cs.InputError, match="raster must be one of auto, compute, hardware, got 'gpu'"):
         RenderSettings(raster="gpu")
+
+
+def test_geometry_buffers_give_the_same_image(renderer):
+    """The visibility pass's vertex data from storage buffers (GPUs: render.visibility's use_buffers)
+    or from textures (software rasterisers): the same floats fetched, the same image, bit for bit;
+    the textured look too (uvs), and two meshes (the slot offsets)."""
+    from render.reference_images import DATA
+
+    v, t, uv = _sheet()
+    twill = Material.fabric("#ffffff").replace(base_texture=DATA / "twill_base.png", normal_map=DATA / "twill_normal.png",
+                                               uv_scale=(4.0, 4.0))
+    for meshes in (_scenes()["drape"], [MeshItem(v, t, twill, uvs=uv, name="sheet")]):
+        cam = standard_view("three_quarter", meshes[0].vertices.min(0), meshes[0].vertices.max(0), aspect=W / H)
+        images = []
+        for use_buffers in (False, True):
+            renderer._vis_geometry.use_buffers = use_buffers
+            renderer._vis_geometry._key = None          # refill in the other form
+            try:
+                images.append(renderer.render(meshes, cam, _settings()))
+            finally:
+                renderer._vis_geometry.use_buffers = not renderer.software_raster
+                renderer._vis_geometry._key = None
+        assert np.array_equal(images[0], images[1])
