@@ -33,13 +33,28 @@ def normalize_normals(n: wp.array(dtype=wp.vec3)):
         n[i] = v / length
 
 
+BOUNDS_THREADS = 8192   # bounds_kernel's threads: each reduces every BOUNDS_THREADS-th point, then 6 atomics
+
+
 @wp.kernel
-def bounds_kernel(x: wp.array(dtype=wp.vec3), lo: wp.array(dtype=wp.float32), hi: wp.array(dtype=wp.float32)):
+def bounds_kernel(x: wp.array(dtype=wp.vec3), stride: int, lo: wp.array(dtype=wp.float32),
+                  hi: wp.array(dtype=wp.float32)):
+    """lo, hi <- componentwise min/max of x: thread i reduces points i, i + stride, ... locally, then
+    6 atomics (one atomic per point on 3 addresses serialised 1 M-point reductions on the GPU)."""
     i = wp.tid()
-    p = x[i]
-    for k in range(3):
-        wp.atomic_min(lo, k, p[k])
-        wp.atomic_max(hi, k, p[k])
+    n = x.shape[0]
+    if i < n:
+        low = x[i]
+        high = low
+        j = i + stride
+        while j < n:
+            q = x[j]
+            low = wp.min(low, q)
+            high = wp.max(high, q)
+            j += stride
+        for k in range(3):
+            wp.atomic_min(lo, k, low[k])
+            wp.atomic_max(hi, k, high[k])
 
 
 class WarpGLInterop:
@@ -83,7 +98,8 @@ class WarpGLInterop:
         device = positions.device
         lo = wp.full(3, 3.0e38, dtype=wp.float32, device=device)
         hi = wp.full(3, -3.0e38, dtype=wp.float32, device=device)
-        wp.launch(bounds_kernel, dim=positions.shape[0], inputs=[positions], outputs=[lo, hi], device=device)
+        threads = max(min(positions.shape[0], BOUNDS_THREADS), 1)
+        wp.launch(bounds_kernel, dim=threads, inputs=[positions, threads], outputs=[lo, hi], device=device)
         return lo.numpy().astype(np.float64), hi.numpy().astype(np.float64)
 
     def release(self) -> None:
