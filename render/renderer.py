@@ -29,7 +29,8 @@ from .gl import create_headless_context, upload_indices
 from .material import EmbeddedImage, Material, MeshItem, srgb_to_linear
 from .settings import (  # noqa: F401  (RenderSettings and the constants are re-exported from here)
     DEFERRED_MIN_TRIANGLES_PER_PIXEL, GL_SRGB8_ALPHA8, MAX_IMAGE_SIDE, RASTER_AUTO_HARDWARE_GPU, RASTER_AUTO_SOFTWARE,
-    RASTERS, SHADING, SHADOW_SAMPLINGS, SOFTWARE_RENDERERS, TONEMAPS, VERTEX_SHADOW_MAX_EDGE_TEXELS,
+    RASTERS, SHADING, SHADING_RATES, SHADOW_SAMPLINGS, SOFTWARE_RENDERERS, TONEMAPS, VERTEX_SHADING_MAX_EDGE_PX,
+    VERTEX_SHADING_MIN_ROUGHNESS, VERTEX_SHADOW_MAX_EDGE_TEXELS,
     VISIBILITY_AUTO_HARDWARE, VISIBILITY_AUTO_SOFTWARE, RenderSettings, _bounds, _ortho, mean_edge_length, vertex_normals,
 )
 from .raster import ComputeRaster
@@ -373,6 +374,7 @@ class Renderer:
         compute = self._raster_mode(s) == "compute"
         self.frame_info["raster"] = "compute" if compute else "hardware"
         self.frame_info["shadow_sampling"] = "pixel"
+        self.frame_info["shading_rate"] = "pixel"
         if self.profile:
             self.stats = {}
 
@@ -606,10 +608,15 @@ class Renderer:
                 fbo.use()
                 self._vao(gm, prog, False, True).render()
                 continue
-            vertex_shadow = key_shadow and not deferred and self._vertex_shadow(s, gm, 2.0 * s_radius / s.shadow_map_size)
+            vertex_shading = not deferred and self._vertex_shading(s, mat, gm, camera, aspect, h)
+            vertex_shadow = key_shadow and not deferred and (
+                vertex_shading or self._vertex_shadow(s, gm, 2.0 * s_radius / s.shadow_map_size))
             if vertex_shadow:
                 self.frame_info["shadow_sampling"] = "vertex"
+            if vertex_shading:
+                self.frame_info["shading_rate"] = "vertex"
             defines = {"HAS_UV": uv_ok, "HAS_BASE_TEXTURE": mat.base_texture is not None, "VERTEX_SHADOW": vertex_shadow,
+                       "VERTEX_SHADING": vertex_shading,
                        "HAS_NORMAL_MAP": mat.normal_map is not None,
                        "HAS_MR_TEXTURE": mat.metallic_roughness_texture is not None}
             if deferred:
@@ -856,6 +863,23 @@ class Renderer:
             return s.shadow_sampling == "vertex"
         return (self.software_raster and gm.mean_edge is not None
                 and gm.mean_edge <= VERTEX_SHADOW_MAX_EDGE_TEXELS * texel)
+
+    def _vertex_shading(self, s: RenderSettings, mat: Material, gm: _GpuMesh, camera: Camera, aspect: float,
+                        height: int) -> bool:
+        """Whether the forward pass lights mesh ``gm`` per vertex (RenderSettings.shading_rate):
+        never for textured or normal-mapped materials; "auto" as documented there, the mean edge
+        projected at the distance of the mesh's centre."""
+        if s.shading_rate == "pixel" or mat.textured:
+            return False
+        if s.shading_rate == "vertex":
+            return True
+        if not self.software_raster or gm.mean_edge is None or gm.bounds is None or mat.roughness < VERTEX_SHADING_MIN_ROUGHNESS:
+            return False
+        centre = 0.5 * (gm.bounds[0] + gm.bounds[1])
+        dist = max(float(np.linalg.norm(np.subtract(camera.position, centre))), 1e-6)
+        _, fov_y = camera.fov(aspect)
+        px_per_m = height / (2.0 * math.tan(0.5 * fov_y) * dist)
+        return gm.mean_edge * px_per_m <= VERTEX_SHADING_MAX_EDGE_PX
 
     def _raster_mode(self, s: RenderSettings) -> str:
         """How this frame's id pass and depth-only maps are rasterised: "compute" or "hardware"

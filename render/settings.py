@@ -21,6 +21,14 @@ SHADOW_SAMPLINGS = ("auto", "pixel", "vertex")
 # edge is at most this many shadow-map texels (the soft shadow's narrowest penumbra is 2.5 texels
 # each side, so such a mesh samples it at least as finely as its filter does; see benchmarks/render.py)
 VERTEX_SHADOW_MAX_EDGE_TEXELS = 5.0
+SHADING_RATES = ("auto", "pixel", "vertex")
+# shading_rate "auto": per vertex on software rasterisers (forward shading) for untextured meshes whose
+# mean edge projects to at most this many pixels, with roughness >= VERTEX_SHADING_MIN_ROUGHNESS (the
+# lighting of such a surface changes little across a triangle: the 100 k-triangle sheet at 1080p, mean
+# edge 5.2 px, 0.85% of its pixels over 8 levels off per-pixel shading, frame 568 -> 305 ms CPU; see
+# tests/test_render_vertex_lighting.py)
+VERTEX_SHADING_MAX_EDGE_PX = 6.0
+VERTEX_SHADING_MIN_ROUGHNESS = 0.4
 # raster "auto": the compute rasteriser (render.raster) on GPUs (not on software rasterisers, where
 # the GL rasteriser is itself a multithreaded binning rasteriser on the CPU; see benchmarks/render.py)
 RASTER_AUTO_HARDWARE_GPU = True
@@ -80,6 +88,12 @@ class RenderSettings:
             the frame) or "auto" (default: vertex for meshes whose mean edge is at most
             VERTEX_SHADOW_MAX_EDGE_TEXELS shadow-map texels, on software rasterisers only; else
             pixel). The other shading modes look up per pixel.
+        shading_rate: where the forward pass lights untextured surfaces: "pixel" (every fragment),
+            "vertex" (once per vertex and side, interpolated (Gouraud), including the shadow lookup;
+            meshes with textures or a normal map stay per pixel) or "auto" (default: vertex on
+            software rasterisers for meshes whose mean edge projects to at most
+            VERTEX_SHADING_MAX_EDGE_PX pixels and whose roughness is at least
+            VERTEX_SHADING_MIN_ROUGHNESS; else pixel). The other shading modes light per pixel.
         reuse_maps: keep the key shadow map and the contact map while the meshes' positions and
             the light's projection are unchanged (views of one drape under scene lights, or the
             same view again); False redraws them every frame.
@@ -104,6 +118,7 @@ class RenderSettings:
     reuse_maps: bool = True
     raster: str = "auto"
     shadow_sampling: str = "auto"
+    shading_rate: str = "auto"
 
     def __post_init__(self) -> None:
         for key in ("width", "height"):
@@ -116,6 +131,8 @@ class RenderSettings:
             raise cs.InputError(f"shading must be one of {', '.join(SHADING)}, got {self.shading!r}")
         if self.shadow_sampling not in SHADOW_SAMPLINGS:
             raise cs.InputError(f"shadow_sampling must be one of {', '.join(SHADOW_SAMPLINGS)}, got {self.shadow_sampling!r}")
+        if self.shading_rate not in SHADING_RATES:
+            raise cs.InputError(f"shading_rate must be one of {', '.join(SHADING_RATES)}, got {self.shading_rate!r}")
         if self.raster not in RASTERS:
             raise cs.InputError(f"raster must be one of {', '.join(RASTERS)}, got {self.raster!r}")
         if self.samples < 1:

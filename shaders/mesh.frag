@@ -2,7 +2,8 @@
 // Forward PBR shading of one material under LIGHT_COUNT punctual lights (render.lighting.LightSet:
 // the studio rig or scene lights) and the environment dome; writes display-encoded colour.
 // Defines: LIGHT_COUNT, HAS_UV, HAS_BASE_TEXTURE, HAS_NORMAL_MAP, HAS_MR_TEXTURE, SHADOWS (light 0 casts the shadow
-// map; VERTEX_SHADOW: its lookup made per vertex by mesh.vert), TONEMAP (0 neutral, 1 filmic); GBUFFER: write the material's inputs to the deferred pass's
+// map; VERTEX_SHADOW: its lookup made per vertex by mesh.vert), VERTEX_SHADING (the lighting made per
+// vertex by mesh.vert: interpolated, tone mapped, encoded here), TONEMAP (0 neutral, 1 filmic); GBUFFER: write the material's inputs to the deferred pass's
 // G-buffer (position and slot, shading normal and roughness, base colour and metallic) instead.
 
 #ifndef LIGHT_COUNT
@@ -53,6 +54,16 @@ out vec4 frag_color;
 #endif
 
 
+#ifdef VERTEX_SHADING
+in vec3 v_color_front;
+in vec3 v_color_back;
+
+void main() {
+    // the side seen: the front face shows the normal's side, as the per-pixel path flips n
+    vec3 color = gl_FrontFacing ? v_color_front : v_color_back;
+    frag_color = vec4(linear_to_srgb(tonemap(color * u_exposure)), 1.0);
+}
+#else
 void main() {
     vec3 v = normalize(u_camera_pos - v_world);
     vec3 n = normalize(v_normal);
@@ -91,3 +102,4 @@ void main() {
     frag_color = vec4(linear_to_srgb(color), 1.0);   // premultiplied by alpha = 1
 #endif
 }
+#endif

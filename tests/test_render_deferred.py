@@ -61,7 +61,9 @@ def test_deferred_matches_forward(renderer, look):
         v = cv
     meshes = meshes or [MeshItem(v, t, mat, uvs=uv, name="sheet")]
     cam = standard_view("three_quarter", v.min(0), v.max(0), aspect=160 / 128)
-    base = dict(width=160, height=128, shadow_map_size=1024, contact_map_size=256, **extra)
+    # lighting and shadow lookups per pixel in the forward reference (shading_rate, shadow_sampling)
+    base = dict(width=160, height=128, shadow_map_size=1024, contact_map_size=256, shading_rate="pixel",
+                shadow_sampling="pixel", **extra)
     fwd = renderer.render(meshes, cam, RenderSettings(shading="forward", **base))
     assert renderer.frame_info["shading"] == "forward"
     dfr = renderer.render(meshes, cam, RenderSettings(shading="deferred", **base))

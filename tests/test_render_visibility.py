@@ -44,7 +44,9 @@ def renderer():
 
 
 def _base(**kw):
-    return dict(width=160, height=128, shadow_map_size=1024, contact_map_size=256, **kw)
+    # lighting and shadow lookups per pixel in the forward reference (shading_rate, shadow_sampling)
+    return dict(width=160, height=128, shadow_map_size=1024, contact_map_size=256, shading_rate="pixel",
+                shadow_sampling="pixel", **kw)
 
 
 def _scene(look):

@@ -31,7 +31,7 @@ uniform vec2 u_light_cone[LIGHT_COUNT];
 // m: the material at p (sheen_albedo_e is filled in here); n: unit shading normal facing the
 // viewer's side; v: unit direction to the eye; p: world position [m].
 #ifdef SHADOWS
-#ifdef VERTEX_SHADOW
+#if defined(VERTEX_SHADOW) && !defined(VERTEX_STAGE)
 in float v_key_vis;   // the lookup below made per vertex (mesh.vert), interpolated
 #endif
 // Visibility of the shadow-casting light 0 at p with shading normal n: 0 when n faces away from it
@@ -39,7 +39,7 @@ in float v_key_vis;   // the lookup below made per vertex (mesh.vert), interpola
 float surface_key_visibility(vec3 n, vec3 p) {
     float n_l_raw = dot(n, u_light_vec[0].xyz);
     if (n_l_raw <= 0.0) return 0.0;
-#ifdef VERTEX_SHADOW
+#if defined(VERTEX_SHADOW) && !defined(VERTEX_STAGE)
     return v_key_vis;
 #endif
     float n_l = clamp(n_l_raw, 0.05, 1.0);
