@@ -74,7 +74,8 @@ class RenderSettings:
             anyway for 1 sample, overlays and window framebuffers) or "auto" (default: on a
             software rasteriser such as llvmpipe, visibility (else deferred) when the visible meshes
             have >= DEFERRED_MIN_TRIANGLES_PER_PIXEL triangles per image pixel, where small
-            triangles make forward shading wasteful, else forward; on a GPU forward, or visibility
+            triangles make forward shading wasteful, unless the forward pass lights them all per
+            vertex (shading_rate), else forward; on a GPU forward, or visibility
             with VISIBILITY_AUTO_HARDWARE). Same image within a few levels at edges.
         raster: how the id pass (visibility shading) and the depth-only shadow and contact maps
             are rasterised: "compute" (a compute shader per triangle, render.raster: on GPUs whose

@@ -66,7 +66,11 @@ void main() {
     key_vis = v_key_vis;
 #endif
     // the key reaches only the side facing it (surface_key_visibility's 0 for the other)
+#if LIGHT_COUNT > 0
     float lit_front = dot(n, u_light_vec[0].xyz) > 0.0 ? 1.0 : 0.0;
+#else
+    float lit_front = 0.0;
+#endif
     v_color_front = shade_surface_vis(m, n, v, in_position, key_vis * lit_front);
     v_color_back = shade_surface_vis(m, -n, v, in_position, key_vis * (1.0 - lit_front));
 #endif

@@ -84,7 +84,8 @@ def test_auto_picks_a_per_pixel_path_for_dense_meshes(renderer):
     v, t, uv = _sheet(160)                       # 50 k triangles
     cam = standard_view("front", v.min(0), v.max(0), aspect=1.0)
     item = MeshItem(v, t, Material.fabric("navy"), name="sheet")
-    renderer.render([item], cam, RenderSettings(width=96, height=96))          # 5.5 triangles / px
+    # (lighting per pixel: a mesh the forward pass lights per vertex stays forward, test_render_vertex_lighting)
+    renderer.render([item], cam, RenderSettings(width=96, height=96, shading_rate="pixel"))   # 5.5 triangles / px
     if renderer.software_raster:
         expected = "visibility" if VISIBILITY_AUTO_SOFTWARE else "deferred"
     else:

@@ -159,7 +159,8 @@ def test_moving_one_of_two_meshes_updates_the_geometry(renderer):
 def test_auto_choice(renderer):
     """llvmpipe: dense (>= 0.2 triangles per pixel) -> visibility, textured or not, sparse ->
     forward, whether the shadow maps were redrawn or reused; a GPU: forward (visibility with
-    VISIBILITY_AUTO_HARDWARE)."""
+    VISIBILITY_AUTO_HARDWARE). Lighting per pixel (shading_rate): a dense untextured mesh the forward
+    pass lights per vertex stays forward on llvmpipe ("dense_vertex_lit")."""
     from render.settings import VISIBILITY_AUTO_HARDWARE
 
     v, t, uv = _sheet(160)                       # 50 k triangles
@@ -168,18 +169,21 @@ def test_auto_choice(renderer):
     twill = plain.with_material(Material.fabric("#ffffff").replace(base_texture=DATA / "twill_base.png"))
     got = {}
     for name, item, size in [("dense", plain, 96), ("dense_textured", twill, 96), ("sparse", plain, 1024)]:
-        renderer.render([item], cam, RenderSettings(width=size, height=size))            # maps drawn
-        renderer.render([item], cam, RenderSettings(width=size, height=size))            # maps reused
+        renderer.render([item], cam, RenderSettings(width=size, height=size, shading_rate="pixel"))   # maps drawn
+        renderer.render([item], cam, RenderSettings(width=size, height=size, shading_rate="pixel"))   # maps reused
         assert renderer.frame_info["shadow_map"] == "reused"
         got[name] = renderer.frame_info["shading"]
-    renderer.render([plain], cam, RenderSettings(width=96, height=96, reuse_maps=False))
+    renderer.render([plain], cam, RenderSettings(width=96, height=96, reuse_maps=False, shading_rate="pixel"))
     got["dense_maps_redrawn"] = renderer.frame_info["shading"]
+    renderer.render([plain], cam, RenderSettings(width=96, height=96))
+    got["dense_vertex_lit"] = renderer.frame_info["shading"]
     if renderer.software_raster:
         assert got == {"dense": "visibility", "dense_textured": "visibility", "sparse": "forward",
-                       "dense_maps_redrawn": "visibility"}, got
+                       "dense_maps_redrawn": "visibility", "dense_vertex_lit": "forward"}, got
     else:
         gpu = "visibility" if VISIBILITY_AUTO_HARDWARE else "forward"
-        assert got == {"dense": gpu, "dense_textured": gpu, "sparse": gpu, "dense_maps_redrawn": gpu}, got
+        assert got == {"dense": gpu, "dense_textured": gpu, "sparse": gpu, "dense_maps_redrawn": gpu,
+                       "dense_vertex_lit": gpu}, got
 
 
 def test_frames_it_cannot_take_are_drawn_forward(renderer):
