@@ -30,7 +30,7 @@ from .material import EmbeddedImage, Material, MeshItem, srgb_to_linear
 from .settings import (  # noqa: F401  (RenderSettings and the constants are re-exported from here)
     DEFERRED_MIN_TRIANGLES_PER_PIXEL, GL_SRGB8_ALPHA8, MAX_IMAGE_SIDE, RASTER_AUTO_HARDWARE_GPU, RASTER_AUTO_SOFTWARE,
     RASTERS, SHADING, SHADING_RATES, SHADOW_SAMPLINGS, SOFTWARE_RENDERERS, TONEMAPS, VERTEX_SHADING_MAX_EDGE_PX,
-    VERTEX_SHADING_MIN_ROUGHNESS, VERTEX_SHADOW_MAX_EDGE_TEXELS,
+    VERTEX_SHADING_AUTO_SOFTWARE, VERTEX_SHADING_MIN_ROUGHNESS, VERTEX_SHADOW_MAX_EDGE_TEXELS,
     VISIBILITY_AUTO_HARDWARE, VISIBILITY_AUTO_SOFTWARE, RenderSettings, _bounds, _ortho, mean_edge_length, vertex_normals,
 )
 from .raster import ComputeRaster
@@ -878,7 +878,8 @@ class Renderer:
             return False
         if s.shading_rate == "vertex":
             return True
-        if not self.software_raster or gm.mean_edge is None or gm.bounds is None or mat.roughness < VERTEX_SHADING_MIN_ROUGHNESS:
+        if (not (self.software_raster and VERTEX_SHADING_AUTO_SOFTWARE) or gm.mean_edge is None or gm.bounds is None
+                or mat.roughness < VERTEX_SHADING_MIN_ROUGHNESS):
             return False
         centre = 0.5 * (gm.bounds[0] + gm.bounds[1])
         dist = max(float(np.linalg.norm(np.subtract(camera.position, centre))), 1e-6)

@@ -20,6 +20,9 @@ Bounds: at most 2% of the mesh's pixels over 8 levels and a mean under 0.5 level
 (measured: the 100 k sheet at 1080p, 5.2 px edges, 0.85% and 0.044; the 51 k sheet here under a side
 light, 0.7-1.3% and 0.12-0.14). On the coarse drape per-vertex lighting misses the highlights inside
 its triangles: 6.8% of its pixels over 8 levels, caught by the same bound; "auto" keeps it per pixel.
+The bound is for this dark fabric: a brighter one shows more of the same thin features (red, 100 k sheet
+at 960 x 540: 1.1-6.0% of the cloth's pixels, mean <= 0.21; render.settings.VERTEX_SHADING_AUTO_SOFTWARE),
+so the pixel count alone does not tell a dense red sheet from the coarse drape.
 """
 
 from __future__ import annotations
@@ -134,8 +137,11 @@ def test_vertex_lighting_auto_choice(renderer):
 
     meshes, v = _dense()
     cam = standard_view("front", v.min(0), v.max(0), aspect=W / H)
+    from render.settings import VERTEX_SHADING_AUTO_SOFTWARE
+
     renderer.render(meshes, cam, _settings(shading_rate="auto"))
-    assert renderer.frame_info["shading_rate"] == ("vertex" if renderer.software_raster else "pixel")
+    assert renderer.frame_info["shading_rate"] == ("vertex" if renderer.software_raster and VERTEX_SHADING_AUTO_SOFTWARE
+                                                    else "pixel")
     assert renderer.frame_info["shadow_sampling"] == renderer.frame_info["shading_rate"]
     twill = Material.fabric("#ffffff").replace(base_texture=DATA / "twill_base.png")
     glossy = Material.fabric("navy").replace(roughness=0.2)
