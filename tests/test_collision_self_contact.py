@@ -145,6 +145,18 @@ def test_overflow_and_grow(cloth, device):
     assert max(len(lst) for lst in got["vt"]) == 2
     np.testing.assert_allclose(got["min_dist"], min_dist, atol=1e-5)
     need = det.required.numpy()
+    # the longest list each kind needs is known even though the vt lists were cut at 2 (the tv lists are
+    # inverted from them: their needed length counts every pair found, stored or not)
+    vi, ti, dvt = vt
+    ei, fi, dee = ee
+    assert need[0] >= np.bincount(vi[dvt < R - AMBIG]).max()
+    assert need[1] >= np.bincount(ti[dvt < R - AMBIG]).max()
+    assert need[2] >= np.bincount(ei[dee < R - AMBIG]).max()
+    # cut harder (one entry per list): the tv lists' need still counts every pair
+    det1 = SelfContactDetector(len(x), tris, edges, vertex_capacity=1, edge_capacity=1, device=device, positions=x)
+    det1.detect(pos, R)
+    assert det1.required.numpy()[1] >= np.bincount(ti[dvt < R - AMBIG]).max()
+    det1.release()
     caps = det.grow()
     assert caps["vt"] >= need[0] and caps["tv"] >= need[1] and caps["ee"] >= need[2]
     assert not det.overflowed()

@@ -129,11 +129,13 @@ def vertex_triangle_kernel(
     vt_count: wp.array(dtype=wp.int32),
     vt_tri: wp.array(dtype=wp.int32),
     min_dist: wp.array(dtype=float),
+    tv_need: wp.array(dtype=wp.int32),
     overflow: wp.array(dtype=wp.int32),
     required: wp.array(dtype=wp.int32),
 ):
     """Per vertex v: triangles not containing v within radius, in BVH order; lowers min_dist of v and of each
-    such triangle's corners (min_dist starts at the radius; atomic min, order-free)."""
+    such triangle's corners (min_dist starts at the radius; atomic min, order-free) and counts each pair in
+    its triangle's ``tv_need`` (stored or not: the length the triangle's list needs)."""
     v = wp.tid()
     p = points[v]
     query = wp.bvh_query_aabb(triangle_bvh, p - wp.vec3(radius), p + wp.vec3(radius))
@@ -160,6 +162,7 @@ def vertex_triangle_kernel(
             wp.atomic_min(min_dist, i0, d)
             wp.atomic_min(min_dist, i1, d)
             wp.atomic_min(min_dist, i2, d)
+            wp.atomic_add(tv_need, t, 1)
     _record_overflow(count, capacity, 0, overflow, required)
     vt_count[v] = wp.min(count, capacity)
     if dmin < radius:
@@ -245,18 +248,19 @@ def edge_edge_kernel(
 def finish_lists_kernel(
     capacity: int,
     kind: int,
+    need: wp.array(dtype=wp.int32),
     count: wp.array(dtype=wp.int32),
     items: wp.array(dtype=wp.int32),
     overflow: wp.array(dtype=wp.int32),
     required: wp.array(dtype=wp.int32),
 ):
-    """A list filled by atomic appends: record an overflow, clamp the count to the capacity and sort the
-    entries (insertion sort; lists are short), so the lists are the same run to run whatever the order of
-    the appends."""
+    """A list filled by atomic appends: record an overflow of the length it needs (``need``: the appends
+    counted, or, for lists inverted from other lists, every pair found), clamp the count to the capacity and
+    sort the entries (insertion sort; lists are short), so the lists are the same run to run whatever the
+    order of the appends."""
     i = wp.tid()
-    c = count[i]
-    _record_overflow(c, capacity, kind, overflow, required)
-    c = wp.min(c, capacity)
+    _record_overflow(need[i], capacity, kind, overflow, required)
+    c = wp.min(count[i], capacity)
     count[i] = c
     base = i * capacity
     for k in range(1, c):
@@ -331,6 +335,7 @@ class SelfContactDetector:
         self.edge_uppers = wp.zeros(max(e, 1), dtype=wp.vec3, device=dev)
         self.vt_count = wp.zeros(n, dtype=wp.int32, device=dev)
         self.tv_count = wp.zeros(m, dtype=wp.int32, device=dev)
+        self.tv_need = wp.zeros(m, dtype=wp.int32, device=dev)  # pairs found per triangle (list length needed)
         self.ee_count = wp.zeros(e, dtype=wp.int32, device=dev)
         self.min_dist = wp.zeros(n, dtype=float, device=dev)
         # weld[v]: representative of the vertices sewn to v (seams); primitives that share a
@@ -376,7 +381,7 @@ class SelfContactDetector:
         arrays = (
             self.points, self.edge_lowers, self.edge_uppers,
             self.triangle_lowers, self.triangle_uppers,
-            self.vt_count, self.tv_count, self.ee_count, self.min_dist, self.weld, self.rest, self.panel,
+            self.vt_count, self.tv_count, self.tv_need, self.ee_count, self.min_dist, self.weld, self.rest, self.panel,
             self.overflow, self.required, self.vt_tri, self.tv_vertex, self.ee_edge, self.triangles, self.edges,
         )  # fmt: skip
         return sum(a.capacity for a in arrays if a is not None)
@@ -386,7 +391,7 @@ class SelfContactDetector:
         for name in (
             "triangle_bvh", "edge_bvh", "points", "edge_lowers",
             "triangle_lowers", "triangle_uppers",
-            "edge_uppers", "vt_count", "tv_count", "ee_count", "min_dist", "weld", "rest", "panel", "overflow",
+            "edge_uppers", "vt_count", "tv_count", "tv_need", "ee_count", "min_dist", "weld", "rest", "panel", "overflow",
             "required",
             "vt_tri", "tv_vertex", "ee_edge", "triangles", "edges",
         ):  # fmt: skip
@@ -463,22 +468,23 @@ class SelfContactDetector:
         # start empty (memsets: capturable)
         self.min_dist.fill_(r)
         self.tv_count.zero_()
+        self.tv_need.zero_()
         self.ee_count.zero_()
         wp.launch(vertex_triangle_kernel, dim=self.vertex_count,
                   inputs=[self.triangle_bvh.id, self.points, self.triangles, *filt, self.vt_capacity],
-                  outputs=[self.vt_count, self.vt_tri, self.min_dist, *flags], device=dev,
+                  outputs=[self.vt_count, self.vt_tri, self.min_dist, self.tv_need, *flags], device=dev,
                   block_dim=query_block_dim(dev, self.vertex_count))
         wp.launch(triangle_vertex_scatter_kernel, dim=self.vertex_count,
                   inputs=[self.vt_capacity, self.vt_count, self.vt_tri, self.tv_capacity],
                   outputs=[self.tv_count, self.tv_vertex], device=dev)
-        wp.launch(finish_lists_kernel, dim=self.triangle_count, inputs=[self.tv_capacity, TV],
+        wp.launch(finish_lists_kernel, dim=self.triangle_count, inputs=[self.tv_capacity, TV, self.tv_need],
                   outputs=[self.tv_count, self.tv_vertex, *flags], device=dev)
         if self.edge_count:
             wp.launch(edge_edge_kernel, dim=self.edge_count,
                       inputs=[self.edge_bvh.id, self.points, self.edges, *filt, self.ee_capacity],
                       outputs=[self.ee_count, self.ee_edge, self.min_dist], device=dev,
                       block_dim=query_block_dim(dev, self.edge_count))
-            wp.launch(finish_lists_kernel, dim=self.edge_count, inputs=[self.ee_capacity, EE],
+            wp.launch(finish_lists_kernel, dim=self.edge_count, inputs=[self.ee_capacity, EE, self.ee_count],
                       outputs=[self.ee_count, self.ee_edge, *flags], device=dev)
 
     def reset_overflow(self):

@@ -189,7 +189,8 @@ def estimate_simulator_bytes(cloths, *, self_collision: bool, colliders=(), mode
         # points, and the bounds of the two BVHs: per triangle and per edge (lower, upper vec3 each)
         collision += (12 * n + 24 * m + 24 * max(e, 1) + 4 * n + 4 * m + 4 * e + 4 * n + 4 * n + 4 + 12
                       + 4 * n * self_capacities[0] + 4 * m * self_capacities[1] + 4 * e * self_capacities[2] + 12 * m + 8 * e
-                      + 12 * n + 4 * n)  # rest positions (vec3) and panel ids (int32) for the rest-neighbour test
+                      + 12 * n + 4 * n  # rest positions (vec3) and panel ids (int32) for the rest-neighbour test
+                      + 4 * m)  # pairs found per triangle (the inverted lists' needed length)
     out = {"constraints": int(model_bytes), "state": int(state), "scratch": int(scratch), "collision": int(collision)}
     out["total"] = sum(out.values())
     return out
