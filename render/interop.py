@@ -2,7 +2,8 @@
 
 The GL buffers of a mesh are registered with CUDA once (``wp.RegisteredGLBuffer``); each frame
 maps them, copies the positions device-to-device, recomputes vertex normals with the kernels
-below, and unmaps: no host round trip. Needs the NVIDIA EGL driver and the GL context created
+below (a gather over each vertex's triangles in a fixed order: the same normals every frame), and
+unmaps: no host round trip. Needs the NVIDIA EGL driver and the GL context created
 before Warp maps (see shared DEVICE.md); on CPU the Renderer uploads numpy arrays instead.
 """
 
@@ -13,24 +14,35 @@ import warp as wp
 
 
 @wp.kernel
-def accumulate_face_normals(x: wp.array(dtype=wp.vec3), tris: wp.array(dtype=wp.int32, ndim=2),
-                            n: wp.array(dtype=wp.vec3)):
-    """n[v] += area-weighted face normal (|cross| = 2 area) for each triangle's vertices."""
-    f = wp.tid()
-    a, b, c = tris[f, 0], tris[f, 1], tris[f, 2]
-    fn = wp.cross(x[b] - x[a], x[c] - x[a])
-    wp.atomic_add(n, a, fn)
-    wp.atomic_add(n, b, fn)
-    wp.atomic_add(n, c, fn)
-
-
-@wp.kernel
-def normalize_normals(n: wp.array(dtype=wp.vec3)):
-    i = wp.tid()
-    v = n[i]
-    length = wp.length(v)
+def vertex_normals_kernel(x: wp.array(dtype=wp.vec3), tris: wp.array(dtype=wp.int32, ndim=2),
+                          offsets: wp.array(dtype=wp.int32), faces: wp.array(dtype=wp.int32),
+                          n: wp.array(dtype=wp.vec3)):
+    """n[v] = unit sum of the area-weighted normals (|cross| = 2 area) of v's triangles
+    faces[offsets[v]:offsets[v + 1]], in increasing triangle order: the same sum every frame (float
+    atomics added in a different order each launch, so two frames of the same positions could
+    differ in the last bits), in the order render.settings.vertex_normals adds them on the host."""
+    v = wp.tid()
+    acc = wp.vec3(0.0, 0.0, 0.0)
+    for k in range(offsets[v], offsets[v + 1]):
+        f = faces[k]
+        a = tris[f, 0]
+        b = tris[f, 1]
+        c = tris[f, 2]
+        acc = acc + wp.cross(x[b] - x[a], x[c] - x[a])
+    length = wp.length(acc)
     if length > 0.0:
-        n[i] = v / length
+        acc = acc / length
+    n[v] = acc
+
+
+def vertex_triangles(triangles: np.ndarray, vertex_count: int) -> tuple[np.ndarray, np.ndarray]:
+    """(offsets (V + 1,), faces) int32: the triangles of vertex v, ascending, are
+    faces[offsets[v]:offsets[v + 1]] (vertex_normals_kernel's adjacency)."""
+    t = np.asarray(triangles, dtype=np.int64).ravel()
+    faces = (np.argsort(t, kind="stable") // 3).astype(np.int32)
+    offsets = np.zeros(vertex_count + 1, np.int64)
+    np.cumsum(np.bincount(t, minlength=vertex_count), out=offsets[1:])
+    return offsets.astype(np.int32), faces
 
 
 BOUNDS_THREADS = 8192   # bounds_kernel's threads: each reduces every BOUNDS_THREADS-th point, then 6 atomics
@@ -76,9 +88,11 @@ class WarpGLInterop:
             reg_pos = wp.RegisteredGLBuffer(gm.vbo_pos.glo, device=device, flags=flags)
             reg_nrm = wp.RegisteredGLBuffer(gm.vbo_nrm.glo, device=device, flags=flags)
             tris = wp.array(np.asarray(gm.triangles_ref, dtype=np.int32), dtype=wp.int32, device=device)
-            entry = ((gm.vbo_pos.glo, gm.vbo_nrm.glo, id(gm.triangles_ref)), reg_pos, reg_nrm, tris)
+            offsets, faces = vertex_triangles(gm.triangles_ref, n)
+            adjacency = (wp.array(offsets, dtype=wp.int32, device=device), wp.array(faces, dtype=wp.int32, device=device))
+            entry = ((gm.vbo_pos.glo, gm.vbo_nrm.glo, id(gm.triangles_ref)), reg_pos, reg_nrm, tris, adjacency)
             self._entries[key] = entry
-        _, reg_pos, reg_nrm, tris = entry
+        _, reg_pos, reg_nrm, tris, (offsets, faces) = entry
         if positions.dtype != wp.vec3 or positions.ndim != 1:
             raise TypeError(f"device_positions[{key!r}] must be a 1-D wp.array of wp.vec3, got {positions.dtype} ndim {positions.ndim}")
         src = positions
@@ -86,9 +100,7 @@ class WarpGLInterop:
         nrm = reg_nrm.map(dtype=wp.vec3, shape=(n,))
         try:
             wp.copy(x, src)
-            nrm.zero_()
-            wp.launch(accumulate_face_normals, dim=tris.shape[0], inputs=[x, tris], outputs=[nrm], device=device)
-            wp.launch(normalize_normals, dim=n, inputs=[nrm], device=device)
+            wp.launch(vertex_normals_kernel, dim=n, inputs=[x, tris, offsets, faces], outputs=[nrm], device=device)
         finally:
             reg_nrm.unmap()
             reg_pos.unmap()
