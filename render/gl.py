@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 import clothsim as cs
 
 DEBIAN_PACKAGES = "libegl1 libgl1"
@@ -50,3 +52,20 @@ def upload_indices(ctx, gm, triangles) -> None:
         gm.ibo = ctx.buffer(triangles.tobytes())
     gm.index_count = triangles.size
     gm.triangles_ref = triangles
+
+
+def mat4_bytes(m) -> bytes:
+    """Column-major float32 bytes of a 4x4 matrix, as GLSL mat4 uniforms expect."""
+    return np.asarray(m, dtype=np.float32).T.tobytes()
+
+
+def set_uniform(prog, name: str, value) -> None:
+    """Set a uniform if the program uses it (the GLSL compiler drops unused ones); bytes = raw write."""
+    try:
+        member = prog[name]
+    except KeyError:
+        return
+    if isinstance(value, bytes):
+        member.write(value)
+    else:
+        member.value = value

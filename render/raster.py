@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .gl import mat4_bytes as _f32, set_uniform as _set
 from .shaders import ShaderSourceError
 
 SUBPIXEL = 256            # raster.comp snaps window positions to 1/SUBPIXEL px
@@ -44,19 +45,6 @@ def _groups(count: int, local: int) -> tuple[int, int]:
     return gx, (n + gx - 1) // gx
 
 
-def _f32(m: np.ndarray) -> bytes:
-    return np.asarray(m, dtype=np.float32).T.tobytes()
-
-
-def _set(prog, name: str, value) -> None:
-    try:
-        member = prog[name]
-    except KeyError:
-        return
-    if isinstance(value, bytes):
-        member.write(value)
-    else:
-        member.value = value
 
 
 class ComputeRaster:

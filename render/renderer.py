@@ -26,6 +26,7 @@ import clothsim as cs
 
 from .camera import Camera
 from .gl import create_headless_context, upload_indices
+from .gl import mat4_bytes as _f32, set_uniform as _set
 from .material import EmbeddedImage, Material, MeshItem, srgb_to_linear
 from .settings import (  # noqa: F401  (RenderSettings and the constants are re-exported from here)
     DEFERRED_MIN_TRIANGLES_PER_PIXEL, GL_SRGB8_ALPHA8, MAX_IMAGE_SIDE, RASTER_AUTO_HARDWARE_GPU, RASTER_AUTO_SOFTWARE,
@@ -43,10 +44,6 @@ _VERSIONS = itertools.count(1)   # GL content versions, unique across meshes (sh
 GROUND_SLOT = 4095   # the floor's slot in the G-buffer (meshes are 1, 2, ...; 0 = nothing drawn)
 MAX_ID_BUFFER_BYTES = 2 ** 31   # the compute id pass's storage buffer, at most
 
-
-def _f32(m: np.ndarray) -> bytes:
-    """Column-major float32 bytes of a 4x4 matrix, as GLSL mat4 uniforms expect."""
-    return np.asarray(m, dtype=np.float32).T.tobytes()
 
 
 class _GpuMesh:
@@ -934,17 +931,6 @@ class Renderer:
         z = 2.0 * far * near / (far + near - z_ndc * (far - near))
         return np.where(d < 1.0, z, 0.0).astype(np.float32)
 
-
-def _set(prog, name: str, value) -> None:
-    """Set a uniform if the program uses it (the GLSL compiler drops unused ones); bytes = raw write."""
-    try:
-        member = prog[name]
-    except KeyError:
-        return
-    if isinstance(value, bytes):
-        member.write(value)
-    else:
-        member.value = value
 
 
 def _unpremultiply(img: np.ndarray) -> np.ndarray:

@@ -267,26 +267,12 @@ def weld_seams(x: np.ndarray, triangles: np.ndarray, seams: np.ndarray) -> tuple
     share a vertex) would count every closed seam as intersections. Welding the pairs makes the sewn
     mesh what it stands for. Returns positions (N', 3) and triangles (M, 3) of the welded mesh.
     """
-    n = len(x)
-    parent = np.arange(n)
     if len(seams) == 0:
         return x, triangles
-
-    def find(i):
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
-    for a, b in np.asarray(seams, dtype=np.int64):
-        ra, rb = find(a), find(b)
-        if ra != rb:
-            parent[max(ra, rb)] = min(ra, rb)
-    root = np.array([find(i) for i in range(n)])
-    uniq, new = np.unique(root, return_inverse=True)
-    xs = np.zeros((len(uniq), 3))
+    new, groups = weld_map(len(x), seams)
+    xs = np.zeros((groups, 3))
     np.add.at(xs, new, x.astype(np.float64))
-    xs /= np.bincount(new, minlength=len(uniq))[:, None]
+    xs /= np.bincount(new, minlength=groups)[:, None]
     t = new[np.asarray(triangles, dtype=np.int64)]
     ok = (t[:, 0] != t[:, 1]) & (t[:, 1] != t[:, 2]) & (t[:, 0] != t[:, 2])
     return xs.astype(np.float32), t[ok]

@@ -49,7 +49,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..camera import Camera
-from ..gl import upload_indices
+from ..gl import mat4_bytes as _f32, set_uniform as _set, upload_indices
 from ..lighting import Light, StudioRig
 from ..material import MeshItem, srgb_to_linear
 from ..settings import _bounds, _ortho, vertex_normals
@@ -440,20 +440,3 @@ def _material_uniforms(mat) -> tuple:
         out = (tuple(float(c) for c in diffuse), tuple(float(c) for c in sheen), f0 * (s + 8.0) / (8.0 * math.pi), s)
         _MATERIAL_CACHE[key] = out
     return out
-
-
-def _f32(m: np.ndarray) -> bytes:
-    """Column-major float32 bytes of a 4x4 matrix (GLSL mat4)."""
-    return np.asarray(m, dtype=np.float32).T.tobytes()
-
-
-def _set(prog, name: str, value) -> None:
-    """Set a uniform if the program uses it (the compiler drops unused ones); bytes = raw write."""
-    try:
-        member = prog[name]
-    except KeyError:
-        return
-    if isinstance(value, bytes):
-        member.write(value)
-    else:
-        member.value = value
