@@ -14,6 +14,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..errors import InputError
+from ..multires.proxy import vertex_normals
 from .meshcheck import check_mesh
 from .schema import AvatarKind, GarmentSpec, Scene
 
@@ -93,7 +94,7 @@ def build_body(scene: Scene) -> Body:
         m = _body_mesh_file(scene)
         v = np.asarray(m.vertices, dtype=np.float64)
         t = np.asarray(m.triangles, dtype=np.int64)
-        n = _vertex_normals(v, t)
+        n = vertex_normals(v, t)
         return Body(name=m.name, rest_vertices=v, triangles=t, collider_vertices=v + st * n,
                     current_vertices=v.copy(), skin_thickness=st)
     av = _make_avatar(scene)
@@ -128,14 +129,6 @@ def pose_schedule(scene: Scene, body: Body) -> Callable[[int], np.ndarray | None
 
     return target
 
-
-def _vertex_normals(v: np.ndarray, t: np.ndarray) -> np.ndarray:
-    fn = np.cross(v[t[:, 1]] - v[t[:, 0]], v[t[:, 2]] - v[t[:, 0]])
-    n = np.zeros_like(v)
-    for k in range(3):
-        np.add.at(n, t[:, k], fn)
-    ln = np.linalg.norm(n, axis=1, keepdims=True)
-    return n / np.where(ln > 0, ln, 1.0)
 
 
 # ---------------------------------------------------------------------------------------------- garments
