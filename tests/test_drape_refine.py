@@ -166,3 +166,19 @@ def test_circle_skirt_switch_leaves_no_cloth_intersection(device):
         for _ in range(3):
             d.step()
         assert d._cloth_intersections() == 0
+
+
+def test_contact_stiffness_per_vertex_area():
+    """A scene's contact_stiffness holds at the coarsest level (40 mm); a level of edge h uses k·(h/0.04)², so a
+    vertex presses into the body by the same weight/stiffness at every level (vertex mass ∝ h²). Exact: it is a
+    product of the scene's number and a squared ratio of the hierarchy's edge lengths."""
+    scene = with_overrides(load_scene(SKIRT), device="cpu")
+    k = scene.simulation.contact_stiffness
+    with Drape(scene, level=1) as d:
+        assert d.sim.contact_stiffness == pytest.approx(k * 0.25, rel=1e-12)
+    with Drape(scene, level=1, contact_per_area=False) as d:
+        assert d.sim.contact_stiffness == k
+    with Drape(scene, level=1, refine_from=0) as d:  # coarse-to-fine: each level its own
+        assert d.sim.simulator.contact_stiffness == pytest.approx(k, rel=1e-12)
+        d.refine()
+        assert d.sim.simulator.contact_stiffness == pytest.approx(k * 0.25, rel=1e-12)
