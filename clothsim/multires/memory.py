@@ -181,7 +181,8 @@ def estimate_simulator_bytes(cloths, *, self_collision: bool, colliders=(), mode
         from ..solver.collider_contacts import feature_edges  # the solver's choice of collider edges
 
         cx = np.concatenate([np.asarray(c.vertices) for c in colliders])
-        ec = len(feature_edges(cx, ct, np.concatenate([c.vertices for c in cloths]), unique_edges(tri)[0])[0])
+        ec = len(feature_edges(cx, ct, np.concatenate([c.vertices for c in cloths]), unique_edges(tri)[0],
+                               thickness=min(float(c.fabric.thickness) for c in cloths))[0])
         collision += (24 * nc_tot + 8 * ec + 12 * mc_tot + 4 * (nc_tot + 1) + 12 * mc_tot + 8 * ec + 12 * nc_tot
                       + 12 * ec + 24 + 24 * nc_tot + 24 * ec + 8 * e + 12 * m + 4 * e * (1 + collider_capacities[0]) + 4 * m * (1 + collider_capacities[1])
                       + 4 + 8)

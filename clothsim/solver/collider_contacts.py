@@ -51,6 +51,7 @@ INTERIOR_ONLY = 1
 # (all collider pairs: 12.4k -> 4.8k) and its CPU frame went from ~490 to ~325 ms.
 SHARP_EDGE_DEGREES = 10.0
 LONG_EDGE_FRACTION = 0.5
+FLAT_EDGE_DEGREES = 0.5
 
 
 @wp.func
@@ -75,11 +76,12 @@ def collider_edge_normals_kernel(
     normals[e] = wp.normalize(n)
 
 
-def feature_edges(points, triangles, cloth_points, cloth_edges) -> tuple[np.ndarray, np.ndarray]:
+def feature_edges(points, triangles, cloth_points, cloth_edges, thickness: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
     """The collider edges that get edge-edge pairs (see SHARP_EDGE_DEGREES) and their faces.
 
     points (Nc, 3), triangles (Mc, 3): all colliders as one mesh; cloth_points (N, 3), cloth_edges (E, 2):
-    the cloth. Returns edges (Ec, 2) int64 and edge_faces (Ec, 2) int64 (the edge's faces, -1 for none).
+    the cloth; thickness [m]: the cloth's contact thickness (the thinnest fabric's). Returns edges (Ec, 2)
+    int64 and edge_faces (Ec, 2) int64 (the edge's faces, -1 for none).
     """
     pts = np.asarray(points, dtype=np.float64)
     tris = np.asarray(triangles, dtype=np.int64)
@@ -100,7 +102,14 @@ def feature_edges(points, triangles, cloth_points, cloth_edges) -> tuple[np.ndar
     ce = np.asarray(cloth_edges, dtype=np.int64).reshape(-1, 2)
     cloth_edge = float(np.median(np.linalg.norm(x0[ce[:, 0]] - x0[ce[:, 1]], axis=1))) if len(ce) else 0.0
     clen = np.linalg.norm(pts[cedges[:, 0]] - pts[cedges[:, 1]], axis=1)
-    keep = ~two | (cosang < np.cos(np.radians(SHARP_EDGE_DEGREES))) | (clen > LONG_EDGE_FRACTION * cloth_edge)
+    # a long edge between faces that turn a little rises about half a spanned cloth edge times sin(turn/2)
+    # above a cloth triangle resting on those faces; the cloth's vertices sit a thickness above the surface,
+    # so a ridge rising less stays under the triangle, and its plane (tilted by turn/2 from the faces the
+    # cloth vertices rest on) only fights their contacts. A flat edge's plane is its faces' plane: kept.
+    turn = np.degrees(np.arccos(np.clip(cosang, -1.0, 1.0)))
+    rise = 0.5 * np.minimum(clen, cloth_edge) * np.sin(np.radians(0.5 * turn))
+    long_edge = (clen > LONG_EDGE_FRACTION * cloth_edge) & ((turn < FLAT_EDGE_DEGREES) | (rise > float(thickness)))
+    keep = ~two | (turn > SHARP_EDGE_DEGREES) | long_edge
     return cedges[keep], edge_faces[keep]
 
 
@@ -122,7 +131,8 @@ class ColliderContacts:
         # cloth's v_tri, so the cloth's vertex-normal kernel serves the colliders too)
         v_off, v_face = csr(tris.ravel(), np.arange(tris.size), nc)
         pts0 = np.concatenate([c.points.numpy() for c in self.colliders])
-        cedges, edge_faces = feature_edges(pts0, tris, model.host_rest_positions, model.host_edges)
+        cedges, edge_faces = feature_edges(pts0, tris, model.host_rest_positions, model.host_edges,
+                                           thickness=min(float(f.thickness) for f in model.fabrics))
         self.triangles = wp.array(tris.astype(np.int32), dtype=wp.vec3i, device=d)
         self.v_face_offsets = wp.array(v_off.astype(np.int32), dtype=wp.int32, device=d)
         self.v_face = wp.array(v_face.astype(np.int32), dtype=wp.int32, device=d)
