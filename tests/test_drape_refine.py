@@ -147,7 +147,7 @@ def test_circle_skirt_switch_leaves_no_cloth_intersection(device):
     vertex's fan folded sharply). Linear prolongation to 20 mm puts each fine triangle on the coarse ones, and
     a fine triangle whose corners lie in different triangles of that fan is a chord across a fold line;
     chords across neighbouring fold lines cross (4 pairs here on the CPU; 5 after 90 frames in session 6,
-    which the drape kept to the end). Drape.refine removes them (clothsim.scene.drape.untangle: local
+    which the drape kept to the end). Drape.refine removes them (clothsim.scene.seams.untangle: local
     smoothing of the crossing triangles and their neighbours) and they stay removed while it steps. The
     smoothing is local: no vertex moves by more than half a coarse edge (20 mm)."""
     scene = with_overrides(load_scene(CIRCLE), device=device)

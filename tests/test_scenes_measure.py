@@ -19,7 +19,8 @@ from click.testing import CliRunner
 import clothsim as cs
 from clothsim.collision import count_self_intersections
 from clothsim.scene import Drape, load_scene
-from clothsim.scene.drape import G, weld_seams
+from clothsim.scene.drape import G
+from clothsim.scene.seams import weld_seams
 from clothsim.scene.run import with_overrides
 
 from test_scenes_validation import tube, write_obj
