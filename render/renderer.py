@@ -206,6 +206,10 @@ class Renderer:
                 tex = ctx.texture(size, 1, dtype="f2")
                 tex.repeat_x = tex.repeat_y = False
                 tex.filter = (ctx.LINEAR_MIPMAP_LINEAR, ctx.LINEAR)
+                # the whole mip chain now: with level 0 alone the texture is incomplete, and the
+                # NVIDIA driver drops the compute rasteriser's imageStore into an incomplete
+                # texture (the first frame of a Renderer had no contact shadow on the H200)
+                tex.build_mipmaps()
                 objs = (ctx.framebuffer([tex]), tex)
             else:
                 raise ValueError(kind)
