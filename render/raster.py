@@ -211,7 +211,7 @@ class ComputeRaster:
 
     def _raster(self, mode: str, target, gms, objects, view_proj, size, positions: np.ndarray,
                 ground_y: float = 0.0, passes=(0,)) -> None:
-        """Rasterise the meshes ``gms`` (render.renderer._GpuMesh: vbo_pos, ibo) into ``target``;
+        """Rasterise the meshes ``gms`` (render.gpu_mesh._GpuMesh: vbo_pos, ibo) into ``target``;
         ``objects``: each mesh's id high bits (ID modes)."""
         ctx = self.ctx
         samples = len(positions)

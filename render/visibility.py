@@ -155,7 +155,7 @@ class VisibilityGeometry:
 
     def bind(self, items: Sequence[MeshItem], gms: Sequence, uv_slots: int, first_unit: int) -> None:
         """Bind the textures (positions, normals, uvs, triangles) to units ``first_unit`` + 0..3 for
-        meshes ``items`` with GL mirrors ``gms`` (render.renderer._GpuMesh); sets
+        meshes ``items`` with GL mirrors ``gms`` (render.gpu_mesh._GpuMesh); sets
         :attr:`vertex_base` and :attr:`triangle_base`. ``uv_slots``: bit mask of the slots whose uvs
         the shader reads."""
         n_v = np.array([gm.vertex_count for gm in gms], np.int64)
