@@ -47,7 +47,7 @@ sys.path.insert(0, str(ROOT))
 
 def run_one(path: Path, level: int, device: str, frames: int | None, max_seconds: float | None = None,
             substeps: int | None = None, refine_from: int | None = None,
-            contact_stiffness: float | None = None) -> dict:
+            contact_stiffness: float | None = None, save_state: Path | None = None) -> dict:
     import clothsim as cs
     from clothsim.scene import Drape
     from clothsim.scene.run import with_overrides
@@ -72,6 +72,8 @@ def run_one(path: Path, level: int, device: str, frames: int | None, max_seconds
         r = d.run(max_seconds=max_seconds)  # until settled (each level), the frame cap or the time cap
         # process CPU time of set-up + stepping + switches (the end checks' wall time taken off)
         cpu_s = time.process_time() - c0 - r.timings_s.get("measure", 0.0)
+        if save_state is not None:
+            _save_state(save_state, f"{scene.name}_l{level}_{'c2f' if r.levels else 'fine'}", d)
     stop = r.stopped_by
     g = r.garments[0] if len(r.garments) == 1 else None
     steps = [h.seconds for h in r.history]
@@ -111,6 +113,31 @@ def run_one(path: Path, level: int, device: str, frames: int | None, max_seconds
                      "contact_damping": scene.simulation.contact_damping, "drag": scene.simulation.drag,
                      "air_damping": scene.simulation.air_damping, "checks": dataclasses.asdict(scene.simulation.checks)},
     }
+
+
+def _save_state(folder: Path, stem: str, d) -> Path:
+    """The drape's final state as ``folder/stem.npz``: positions (N, 3) and triangles of every garment
+    (final level), seams (S, 2), the body's vertices and triangles, and per triangle the count of the
+    cloth triangles it intersects (sewn pairs welded), to find where a failing case fails."""
+    import numpy as np
+
+    from clothsim.collision.intersections import self_intersection_counts
+    from clothsim.io import write_npz
+    from clothsim.scene.seams import weld_map
+
+    x, tri = d.positions(), d._triangles()
+    seams = np.concatenate([g.cloth.seams + d.offsets[i] for i, g in enumerate(d.garments)])
+    new, _ = weld_map(len(x), seams)
+    tw = new[tri]
+    ok = (tw[:, 0] != tw[:, 1]) & (tw[:, 1] != tw[:, 2]) & (tw[:, 0] != tw[:, 2])
+    xw = np.zeros((new.max() + 1, 3))
+    np.add.at(xw, new, x)
+    xw /= np.bincount(new)[:, None]
+    counts = np.zeros(len(tri), np.int32)
+    counts[ok] = self_intersection_counts(xw.astype(np.float32), tw[ok].astype(np.int32), device="cpu")
+    folder.mkdir(parents=True, exist_ok=True)
+    return write_npz(folder / f"{stem}.npz", positions=x, triangles=tri, seams=seams,
+                     body_vertices=d.body.current_vertices, body_triangles=d.body.triangles, intersections=counts)
 
 
 def table(rows: list[dict]) -> str:
@@ -231,6 +258,9 @@ def main(argv=None) -> int:
     ap.add_argument("--contact-stiffness", type=float, default=None, metavar="K",
                     help="body contact stiffness [N/m] per vertex instead of each scene's (e.g. to test the residual "
                          "floor at fine levels: a vertex's contact frequency sqrt(k/m) doubles per level at fixed k)")
+    ap.add_argument("--save-state", type=Path, default=None, metavar="DIR",
+                    help="write each case's final state to DIR/<scene>_l<level>_<mode>.npz (positions, triangles, seams, "
+                         "body, per-triangle cloth intersections)")
     ap.add_argument("--tag", default=None, help="results file tag (default: the device)")
     ap.add_argument("--note", default="", help="free text stored in the JSON and markdown (e.g. machine load)")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
@@ -268,7 +298,7 @@ def main(argv=None) -> int:
                 try:
                     sub = args.level_substeps[min(lv, len(args.level_substeps) - 1)] if args.level_substeps else None
                     row = run_one(p, lv, args.device, args.frames, args.max_seconds, sub, mode_rf,
-                                  args.contact_stiffness)
+                                  args.contact_stiffness, args.save_state)
                 except Exception as e:  # noqa: BLE001 - one failing case must not stop the rest
                     row = {"scene": p.stem, "level": lv, "error": f"{type(e).__name__}: {e}"}
                 rows.append(row)

@@ -115,7 +115,7 @@ def rest_neighbour_edges(i0: int, i1: int, j0: int, j1: int, rest: wp.array(dtyp
     return d < rest_radius
 
 
-@wp.kernel
+@wp.kernel(module="unique")  # launched with query_block_dim: see its docstring
 def vertex_triangle_kernel(
     triangle_bvh: wp.uint64,
     points: wp.array(dtype=wp.vec3),
@@ -188,7 +188,7 @@ def triangle_vertex_scatter_kernel(
             tv_vertex[t * capacity + slot] = v
 
 
-@wp.kernel
+@wp.kernel(module="unique")  # launched with query_block_dim: see its docstring
 def edge_edge_kernel(
     edge_bvh: wp.uint64,
     points: wp.array(dtype=wp.vec3),

@@ -119,7 +119,7 @@ def lerp_points_kernel(a: wp.array(dtype=wp.vec3), b: wp.array(dtype=wp.vec3), t
     out[i] = wp.lerp(a[i], b[i], t)
 
 
-@wp.kernel
+@wp.kernel(module="unique")  # launched with query_block_dim: see its docstring
 def collider_detect_kernel(
     x: wp.array(dtype=wp.vec3),
     mesh: wp.uint64,
