@@ -166,7 +166,7 @@ def estimate_simulator_bytes(cloths, *, self_collision: bool, colliders=(), mode
     k = len(colliders)
     # x_prev, y, normals, two Chebyshev history buffers (vec3 each), bad flag, θ per hinge, placeholder arguments
     # (contacts off, external forces off: one vec3)
-    scratch = 5 * 12 * n + 4 + 4 * b + (4 + 4) + (4 + 12 + 8) + 12
+    scratch = 5 * 12 * n + 4 + 4 * b + (4 + 4) + (4 + 12 + 8) + 12 + 12
     if self_collision or k:
         scratch += 3 * 12 * n  # frame backup
     collision = 40 * max(1, k) * n  # contact planes
@@ -191,7 +191,8 @@ def estimate_simulator_bytes(cloths, *, self_collision: bool, colliders=(), mode
         collision += (12 * n + 24 * m + 24 * max(e, 1) + 4 * n + 4 * m + 4 * e + 4 * n + 4 * n + 4 + 12
                       + 4 * n * self_capacities[0] + 4 * m * self_capacities[1] + 4 * e * self_capacities[2] + 12 * m + 8 * e
                       + 12 * n + 4 * n  # rest positions (vec3) and panel ids (int32) for the rest-neighbour test
-                      + 4 * m)  # pairs found per triangle (the inverted lists' needed length)
+                      + 4 * m  # pairs found per triangle (the inverted lists' needed length)
+                      + 4 * n + 12 * n)  # vertex colours and positions at the iteration's start (same-colour pairs)
     out = {"constraints": int(model_bytes), "state": int(state), "scratch": int(scratch), "collision": int(collision)}
     out["total"] = sum(out.values())
     return out

@@ -69,6 +69,16 @@ def collider_edge_pair(k: int, ea: wp.vec2i, x: wp.array(dtype=wp.vec3), x_prev:
 
 
 @wp.func
+def partner(j: int, own: int, vertex_color: wp.array(dtype=wp.int32), x: wp.array(dtype=wp.vec3),
+            x_iter: wp.array(dtype=wp.vec3)):
+    """Self-contact partner j of a vertex of colour ``own``: its position (at the iteration's start if it
+    has the same colour: it is being solved at the same time) and 1 if it has, else 0."""
+    if vertex_color[j] == own:
+        return x_iter[j], 1
+    return x[j], 0
+
+
+@wp.func
 def vertex_pair_contacts(
     i: int, lane: int, lanes: int,
     x: wp.array(dtype=wp.vec3), x_prev: wp.array(dtype=wp.vec3),
@@ -80,13 +90,16 @@ def vertex_pair_contacts(
     ce_edge: wp.array(dtype=wp.int32), kct: int, ct_count: wp.array(dtype=wp.int32), ct_vertex: wp.array(dtype=wp.int32),
     self_enabled: int, kv: int, kt: int, ke: int, vt_count: wp.array(dtype=wp.int32), vt_tri: wp.array(dtype=wp.int32),
     tv_count: wp.array(dtype=wp.int32), tv_vertex: wp.array(dtype=wp.int32), ee_count: wp.array(dtype=wp.int32),
-    ee_edge: wp.array(dtype=wp.int32),
+    ee_edge: wp.array(dtype=wp.int32), vertex_color: wp.array(dtype=wp.int32), x_iter: wp.array(dtype=wp.vec3),
 ):
     """Contact blocks of vertex i from pair lists (collider features, self contact), this lane's share.
 
     The pairs are numbered in one running sequence over the vertex's triangles, edges and own list, and
     lane l evaluates pairs l, l + lanes, ... : the lanes share the pairs, not only the 6 triangles and 6
     edges (so a triangle with 30 pairs is not left to one lane while the others idle).
+
+    Self-contact partners of i's own colour are read at the iteration's start and their pair's Hessian
+    doubled (:func:`partner`; clothsim.solver.self_collision has why).
     """
     f = wp.vec3(0.0)
     H = wp.mat33(0.0)
@@ -95,6 +108,9 @@ def vertex_pair_contacts(
     xi = x[i]
     xpi = x_prev[i]
     eps_h = friction_eps * h
+    own = int(-2)
+    if self_enabled != 0:
+        own = vertex_color[i]
     q = int(0)  # running pair number
     # over the triangles i is a corner of: collider vertices and (self) cloth vertices touching them
     for a in range(v_tri_offsets[i], v_tri_offsets[i + 1]):
@@ -118,11 +134,12 @@ def vertex_pair_contacts(
             ns = tv_count[t]
             for b in range((lane - q % lanes + lanes) % lanes, ns, lanes):
                 p = tv_vertex[t * kt + b]
-                fc, Hc = vt_contact_force_hessian(k + 1, x[p], x[ids[0]], x[ids[1]], x[ids[2]],
+                xp, same = partner(p, own, vertex_color, x, x_iter)
+                fc, Hc = vt_contact_force_hessian(k + 1, xp, x[ids[0]], x[ids[1]], x[ids[2]],
                                                   x_prev[p], x_prev[ids[0]], x_prev[ids[1]], x_prev[ids[2]],
                                                   r, kc, mu, eps_h)
                 f += fc
-                H += Hc
+                H += float(1 + same) * Hc
             q += ns
     # over the edges i is an end of: collider edges and (self) cloth edges touching them
     for a in range(v_edge_offsets[i], v_edge_offsets[i + 1]):
@@ -149,21 +166,26 @@ def vertex_pair_contacts(
             ns = ee_count[e]
             for b in range((lane - q % lanes + lanes) % lanes, ns, lanes):
                 eb = edges[ee_edge[e * ke + b]]
-                fc, Hc = ee_contact_force_hessian(k, x[ea[0]], x[ea[1]], x[eb[0]], x[eb[1]],
+                xb0, s0 = partner(eb[0], own, vertex_color, x, x_iter)
+                xb1, s1 = partner(eb[1], own, vertex_color, x, x_iter)
+                fc, Hc = ee_contact_force_hessian(k, x[ea[0]], x[ea[1]], xb0, xb1,
                                                   x_prev[ea[0]], x_prev[ea[1]], x_prev[eb[0]], x_prev[eb[1]],
                                                   r, kc, mu, eps_h)
                 f += fc
-                H += Hc
+                H += float(1 + wp.max(s0, s1)) * Hc
             q += ns
     # i as the point of vertex-triangle pairs (self)
     if self_enabled != 0:
         for a in range((lane - q % lanes + lanes) % lanes, vt_count[i], lanes):
             t = vt_tri[i * kv + a]
             ids = tri[t]
-            fc, Hc = vt_contact_force_hessian(0, xi, x[ids[0]], x[ids[1]], x[ids[2]],
+            x0, s0 = partner(ids[0], own, vertex_color, x, x_iter)
+            x1, s1 = partner(ids[1], own, vertex_color, x, x_iter)
+            x2, s2 = partner(ids[2], own, vertex_color, x, x_iter)
+            fc, Hc = vt_contact_force_hessian(0, xi, x0, x1, x2,
                                               xpi, x_prev[ids[0]], x_prev[ids[1]], x_prev[ids[2]], r, kc, mu, eps_h)
             f += fc
-            H += Hc
+            H += float(1 + wp.max(wp.max(s0, s1), s2)) * Hc
     return f, H
 
 

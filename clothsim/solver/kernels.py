@@ -468,6 +468,8 @@ def _make_vbd_solve_kernel(tiled: bool, pair_contacts: bool = True, whole_warp: 
         ee_edge: wp.array(dtype=wp.int32),
         min_dist: wp.array(dtype=float),
         bound_fraction: float,
+        vertex_color: wp.array(dtype=wp.int32),
+        x_iter: wp.array(dtype=wp.vec3),
     ):
         tid = wp.tid()
         slot = tid
@@ -495,7 +497,7 @@ def _make_vbd_solve_kernel(tiled: bool, pair_contacts: bool = True, whole_warp: 
                                               v_edge_offsets, v_edge, r, contact_stiffness, mu, h, friction_eps, kd,
                                               collider_enabled, cpts, cvel, cvn, cedges, cen, kce, ce_count, ce_edge,
                                               kct, ct_count, ct_vertex, self_enabled, kv, kt, ke, vt_count, vt_tri,
-                                              tv_count, tv_vertex, ee_count, ee_edge)
+                                              tv_count, tv_vertex, ee_count, ee_edge, vertex_color, x_iter)
                 fe = fe + fc
                 He = He + Hc
         if wp.static(tiled and whole_warp):

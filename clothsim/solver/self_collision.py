@@ -34,6 +34,18 @@ class SelfCollision:
             rest=rest_space(model), panel=panels(n, model.host_triangles),
         )
         self.query_radius = 0.0  # [m] set by SolverVBD.materials_changed()
+        # Pairs between vertices of one colour: the solve updates a colour's vertices together (on CUDA in
+        # parallel, a read of a partner being written was a race: run-to-run differences), so a partner of
+        # the solved vertex's own colour is read at the iteration's start (x_iter, copied before each
+        # iteration) on every device, and the pair's Hessian is doubled (both ends move at once; each takes
+        # half the step, as a Jacobi pair must not to overshoot; the force, and so the fixed point, is
+        # unchanged). Partners of other colours are read as they are now (Gauss–Seidel).
+        color = np.full(n, -1, np.int32)
+        order = model.color_vertices.numpy()
+        for c, (start, count) in enumerate(model.color_ranges):
+            color[order[start:start + count]] = c
+        self.vertex_color = wp.array(color, dtype=wp.int32, device=d)
+        self.x_iter = wp.zeros(n, dtype=wp.vec3, device=d)
 
     def detect(self, x_prev, rebuild: bool = False):
         self.detector.detect(x_prev, self.query_radius, rebuild=rebuild, rest_radius=self.query_radius)
@@ -41,13 +53,14 @@ class SelfCollision:
     def kernel_args(self):
         det = self.detector
         return [1, det.vt_capacity, det.tv_capacity, det.ee_capacity, det.vt_count, det.vt_tri, det.tv_count,
-                det.tv_vertex, det.ee_count, det.ee_edge, det.min_dist, BOUND_FRACTION]
+                det.tv_vertex, det.ee_count, det.ee_edge, det.min_dist, BOUND_FRACTION, self.vertex_color, self.x_iter]
 
     def nbytes(self) -> int:
-        return self.detector.memory_bytes()
+        return self.detector.memory_bytes() + self.vertex_color.capacity + self.x_iter.capacity
 
     def release(self):
         self.detector.release()
+        self.vertex_color = self.x_iter = None
 
 
 def rest_space(model) -> np.ndarray:
@@ -66,4 +79,5 @@ def rest_space(model) -> np.ndarray:
 def disabled_kernel_args(device):
     """Placeholder arguments for the VBD kernel when self-collision is off (never read)."""
     i1 = wp.zeros(1, dtype=wp.int32, device=device)
-    return [0, 1, 1, 1, i1, i1, i1, i1, i1, i1, wp.zeros(1, dtype=float, device=device), 1.0]
+    return [0, 1, 1, 1, i1, i1, i1, i1, i1, i1, wp.zeros(1, dtype=float, device=device), 1.0, i1,
+            wp.zeros(1, dtype=wp.vec3, device=device)]

@@ -234,6 +234,8 @@ class SolverVBD:
             # with one iteration it has nothing to do
             cheb = rho > 0.0 and s.iterations > 1
             for it in range(s.iterations):
+                if self.self_contacts is not None:   # same-colour partners are read here (SelfCollision)
+                    wp.copy(self.self_contacts.x_iter, state.x)
                 if cheb:
                     omega = 1.0 if it == 0 else (2.0 / (2.0 - rho * rho) if it == 1 else 4.0 / (4.0 - rho * rho * omega))
                     if it == 0:
