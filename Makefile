@@ -64,7 +64,7 @@ $(SYS_STAMP): | $(BIN)/python
 	touch $@
 
 demo: setup
-	$(BIN)/clothsim render scenes/tshirt.toml -o out/demo --size 1080x1440 --views front,three_quarter
+	$(BIN)/clothsim render scenes/tshirt.toml -o out/demo --size 1080x1440 --views front,three_quarter --level 1
 
 test: setup
 	$(BIN)/python -m pytest

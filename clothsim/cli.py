@@ -329,6 +329,20 @@ def simulate(scene: Path | None, level: str | None, fabric: str, size: float, re
     click.echo(f"wrote {out / 'drape.obj'}, {out / 'drape.npz'}, {out / 'drape.json'}")
 
 
+def parse_level(level: str | None):
+    """A ``--level`` value: None, "coarsest", "finest" or a level index >= 0 (click.BadParameter otherwise)."""
+    if level is None or level in ("coarsest", "finest"):
+        return level
+    try:
+        index = int(level)
+    except ValueError:
+        raise click.BadParameter(f"expected coarsest, finest or a level index, got {level!r}",
+                                 param_hint="'--level'") from None
+    if index < 0:
+        raise click.BadParameter(f"expected a level index >= 0, got {index}", param_hint="'--level'")
+    return index
+
+
 def _simulate_scene(path: Path, level: str | None, frames: int | None, device: str | None, substeps: int | None,
                     iterations: int | None, out: Path | None, progress: bool) -> None:
     """`clothsim simulate SCENE.toml`: load, drape, check, export (see clothsim.scene.run)."""
@@ -337,14 +351,7 @@ def _simulate_scene(path: Path, level: str | None, frames: int | None, device: s
         if ctx.get_parameter_source(name) is click.core.ParameterSource.COMMANDLINE:
             raise click.BadParameter(f"--{name} applies to the built-in grid drape, not to a scene file "
                                      "(set it in the scene's [[garments]])", param_hint=f"'--{name}'")
-    if level is not None and level not in ("coarsest", "finest"):
-        try:
-            level = int(level)
-        except ValueError:
-            raise click.BadParameter(f"expected coarsest, finest or a level index, got {level!r}",
-                                     param_hint="'--level'") from None
-        if level < 0:
-            raise click.BadParameter(f"expected a level index >= 0, got {level}", param_hint="'--level'")
+    level = parse_level(level)
     from clothsim.scene import load_scene
     from clothsim.scene.run import run_scene, with_overrides
 

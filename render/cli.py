@@ -44,10 +44,13 @@ def _split(values: tuple[str, ...]) -> list[str]:
 @click.option("--frames", type=click.IntRange(min=1), default=None,
               help="Scene files: cap the drape at this many frames [default: the scene's frame_cap].")
 @click.option("--device", default=None, help="Scene files: Warp device for the drape (cpu, cuda:0).")
+@click.option("--level", default=None, metavar="LEVEL",
+              help="Scene files: garment resolution level: coarsest, finest or an index (0 = coarsest; a scene "
+                   "with refine_from drapes coarse-to-fine up to it) [default: each garment's level in the scene].")
 @click.option("--progress/--no-progress", default=True, show_default=True)
 def render(scene: Path, out: Path | None, views: tuple[str, ...], size: str, turntable: int, transparent: bool,
            colourways: tuple[str, ...], ghost: bool, tonemap: str, samples: int, lights_from: str,
-           frames: int | None, device: str | None, progress: bool) -> None:
+           frames: int | None, device: str | None, level: str | None, progress: bool) -> None:
     """Render catalog shots of SCENE: a scene file (.toml, simulated first), a drape cache
     (.npz from `clothsim simulate`) or a mesh (.obj, .glb, .ply).
 
@@ -63,6 +66,7 @@ def render(scene: Path, out: Path | None, views: tuple[str, ...], size: str, tur
     Examples:
       clothsim render out/demo/drape.npz -o out/shots --size 1080x1080
       clothsim render scenes/tshirt.toml --views front,three_quarter --turntable 48 --colourways navy,red
+      clothsim render scenes/tshirt.toml --level 1     # drape at 40 mm, refine to 20 mm, render
     """
     from clothsim.io import ensure_output_dir
 
@@ -74,6 +78,11 @@ def render(scene: Path, out: Path | None, views: tuple[str, ...], size: str, tur
     # validate everything cheap before simulating
     w, h = parse_size(size)
     view_list = check_views(_split(views)) if views else None
+    from clothsim.cli import parse_level
+
+    level = parse_level(level)
+    if level is not None and scene.suffix.lower() != ".toml":
+        raise click.BadParameter("applies to scene files (.toml) only", param_hint="'--level'")
     looks: list[Colourway] = [parse_colourway(c) for c in _split(colourways)]
     if turntable < 0:
         raise click.BadParameter(f"expected N >= 0 frames, got {turntable}", param_hint="'--turntable'")
@@ -90,7 +99,7 @@ def render(scene: Path, out: Path | None, views: tuple[str, ...], size: str, tur
 
         if wp.config.log_level < wp.LOG_WARNING:
             wp.config.log_level = wp.LOG_WARNING   # no init banner or module-load lines; warnings still show
-    source = load_source(scene, frames=frames, device=device, progress=progress)
+    source = load_source(scene, frames=frames, device=device, level=level, progress=progress)
     load_s = time.perf_counter() - t0
     if view_list is None:   # the scene's cameras (views and explicit ones); none: all five views
         cameras = source.cameras

@@ -176,14 +176,15 @@ def simulate_scene(path: Path, *, frames: int | None = None, device: str | None 
     return ShotSource(garments, avatar, cameras, views, info, lights=SceneLights.from_scene(scene.lights))
 
 
-def load_source(path, *, frames: int | None = None, device: str | None = None, progress: bool = True) -> ShotSource:
+def load_source(path, *, frames: int | None = None, device: str | None = None, level=None,
+                progress: bool = True) -> ShotSource:
     """Dispatch on the file type: ``.toml`` scene (simulated), ``.npz`` drape cache, or a mesh file."""
     path = Path(path)
     if not path.exists():
         raise cs.InputError(f"scene file not found: {path}")
     suffix = path.suffix.lower()
     if suffix == ".toml":
-        return simulate_scene(path, frames=frames, device=device, progress=progress)
+        return simulate_scene(path, frames=frames, device=device, level=level, progress=progress)
     if suffix == ".npz":
         return load_drape_npz(path)
     if suffix in MESH_SUFFIXES:

@@ -87,6 +87,20 @@ def test_cli_size_error(drape_npz, tmp_path):
     assert res.exit_code == 2 and "width must lie in [1, 8192] px, got 0" in res.output, res.output
 
 
+@pytest.mark.parametrize("level, message", [("fine", "expected coarsest, finest or a level index, got 'fine'"),
+                                            ("-1", "expected a level index >= 0, got -1")])
+def test_cli_bad_level(tmp_path, level, message):
+    scene = Path(__file__).resolve().parents[1] / "scenes" / "tshirt.toml"
+    res = _cli(scene, "-o", tmp_path / "o", "--level", level)
+    assert res.exit_code == 2 and message in res.output, res.output
+    assert not (tmp_path / "o").exists()
+
+
+def test_cli_level_needs_a_scene_file(drape_npz, tmp_path):
+    res = _cli(drape_npz, "-o", tmp_path / "o", "--level", "1")
+    assert res.exit_code == 2 and "applies to scene files (.toml) only" in res.output, res.output
+
+
 def test_unwritable_output_folder(tmp_path, cloth, drape_npz):
     blocker = tmp_path / "a_file"
     blocker.write_text("not a folder")
