@@ -125,6 +125,41 @@ def test_crafted_pairs(other, expected, what, device):
     assert count_self_intersections(x, tris, device=device) == expected, what
 
 
+# Two triangles of a 5 mm cape drape on the H200 (positions in metres, float32 as simulated): nearly flat
+# and 5 mm apart on the cloth (planes 3.5e-4 rad apart, each one's vertices 0.3-2.1 µm from the other's
+# plane). The interval test on the planes' common line counted them as touching (a vertex snapped onto the
+# other plane lies eps/s ~ 3 mm off that line); they are coplanar within the tolerance and do not overlap.
+NEAR_FLAT_A = np.array([[0.22475266, 1.1154819, -0.06600016], [0.22562219, 1.1114814, -0.065949626],
+                        [0.22116415, 1.1129341, -0.06636358]], dtype=np.float32)
+NEAR_FLAT_B = np.array([[0.21571834, 1.1197107, -0.06683071], [0.22131857, 1.1191181, -0.06629829],
+                        [0.21577108, 1.114284, -0.06686909]], dtype=np.float32)
+
+
+def test_nearly_parallel_triangles_apart_do_not_touch(device):
+    x = np.concatenate([NEAR_FLAT_A, NEAR_FLAT_B])
+    tris = np.array([[0, 1, 2], [3, 4, 5]], dtype=np.int32)
+    # the whole drape's default tolerance (its highest point is 1.52 m up): 1.52 µm
+    assert count_self_intersections(x, tris, device=device, eps=1.52e-6) == 0
+    assert count_self_intersections(x, tris, device=device) == 0
+    # the float64 segment test agrees: no edge of one crosses the other
+    a, b = NEAR_FLAT_A.astype(np.float64), NEAR_FLAT_B.astype(np.float64)
+    for p_, q_ in ((a, b), (b, a)):
+        for i in range(3):
+            hit = _seg_hits_tri(p_[[i]], p_[[(i + 1) % 3]], q_[[0]], q_[[1]], q_[[2]])
+            assert not hit.any()
+
+
+@pytest.mark.parametrize("tilt", [1e-5, 1e-4, 1e-3])
+def test_nearly_parallel_triangles_crossing_are_found(tilt, device):
+    """Near-parallel pairs that do cross (B tilted by ``tilt`` rad through A's plane, overlapping it) are
+    still counted, whichever branch (2D or interval) decides them."""
+    b = np.array([[0.1, 0.1, -tilt * 0.3], [0.9, 0.1, -tilt * 0.3], [0.1, 0.9, tilt * 0.5]], dtype=np.float32)
+    x = np.concatenate([T0, b])
+    tris = np.array([[0, 1, 2], [3, 4, 5]], dtype=np.int32)
+    assert count_self_intersections(x, tris, device=device) == 1
+    assert count_self_intersections(x, tris, device=device, eps=1.52e-6) == 1
+
+
 def test_neighbours_are_excluded(device):
     # a folded strip: consecutive triangles share vertices and touch by construction
     x = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0], [1, 1, 0], [0, 0, 0.0]], dtype=np.float32)
