@@ -123,18 +123,13 @@ def _save_state(folder: Path, stem: str, d) -> Path:
 
     from clothsim.collision.intersections import self_intersection_counts
     from clothsim.io import write_npz
-    from clothsim.scene.seams import weld_map
+    from clothsim.scene.seams import weld_seams
 
     x, tri = d.positions(), d._triangles()
     seams = np.concatenate([g.cloth.seams + d.offsets[i] for i, g in enumerate(d.garments)])
-    new, _ = weld_map(len(x), seams)
-    tw = new[tri]
-    ok = (tw[:, 0] != tw[:, 1]) & (tw[:, 1] != tw[:, 2]) & (tw[:, 0] != tw[:, 2])
-    xw = np.zeros((new.max() + 1, 3))
-    np.add.at(xw, new, x)
-    xw /= np.bincount(new)[:, None]
+    xw, tw, kept = weld_seams(x, tri, seams, return_kept=True)
     counts = np.zeros(len(tri), np.int32)
-    counts[ok] = self_intersection_counts(xw.astype(np.float32), tw[ok].astype(np.int32), device="cpu")
+    counts[kept] = self_intersection_counts(xw, tw.astype(np.int32), device="cpu")
     folder.mkdir(parents=True, exist_ok=True)
     return write_npz(folder / f"{stem}.npz", positions=x, triangles=tri, seams=seams,
                      body_vertices=d.body.current_vertices, body_triangles=d.body.triangles, intersections=counts)

@@ -90,20 +90,21 @@ def untangle(x: np.ndarray, triangles: np.ndarray, seams: np.ndarray, free: np.n
     return out.astype(np.asarray(x).dtype), counts
 
 
-def weld_seams(x: np.ndarray, triangles: np.ndarray, seams: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def weld_seams(x: np.ndarray, triangles: np.ndarray, seams: np.ndarray, *, return_kept: bool = False) -> tuple:
     """Merge sewn vertex pairs into one vertex (at the mean of the sewn group) for intersection counts.
 
     Two panels sewn together touch along the seam: their triangles share points but not vertex indices,
     and :func:`count_self_intersections` (which counts touching triangles, and skips only pairs that
     share a vertex) would count every closed seam as intersections. Welding the pairs makes the sewn
-    mesh what it stands for. Returns positions (N', 3) and triangles (M, 3) of the welded mesh.
+    mesh what it stands for. Returns positions (N', 3) and triangles (M', 3) of the welded mesh, and with
+    ``return_kept`` the (M,) mask of the input triangles kept (those the weld did not collapse).
     """
     if len(seams) == 0:
-        return x, triangles
+        return (x, triangles, np.ones(len(triangles), bool)) if return_kept else (x, triangles)
     new, groups = weld_map(len(x), seams)
     xs = np.zeros((groups, 3))
     np.add.at(xs, new, x.astype(np.float64))
     xs /= np.bincount(new, minlength=groups)[:, None]
     t = new[np.asarray(triangles, dtype=np.int64)]
     ok = (t[:, 0] != t[:, 1]) & (t[:, 1] != t[:, 2]) & (t[:, 0] != t[:, 2])
-    return xs.astype(np.float32), t[ok]
+    return (xs.astype(np.float32), t[ok], ok) if return_kept else (xs.astype(np.float32), t[ok])
