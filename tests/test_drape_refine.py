@@ -182,3 +182,46 @@ def test_contact_stiffness_per_vertex_area():
         assert d.sim.simulator.contact_stiffness == pytest.approx(k, rel=1e-12)
         d.refine()
         assert d.sim.simulator.contact_stiffness == pytest.approx(k * 0.25, rel=1e-12)
+
+
+# ---------------------------------------------------------------------------------------------- per-level settings
+def test_levels_key_parses_and_names_bad_entries(tmp_path):
+    p = tmp_path / "s.toml"
+
+    def parse(extra):
+        p.write_text(_scene_text(extra).replace("../assets", str(ROOT / "assets")), encoding="utf-8")
+        return parse_scene(p).simulation
+
+    s = parse("levels = { 3 = { substeps = 20 }, 1 = { iterations = 6, substeps = 8 } }")
+    assert s.levels == {3: {"substeps": 20}, 1: {"iterations": 6, "substeps": 8}}
+    assert s.at_level(3) == (20, s.iterations) and s.at_level(1) == (8, 6)
+    assert s.at_level(0) == (s.substeps, s.iterations) and s.at_level(0, substeps=5) == (5, s.iterations)
+    assert s.at_level(3, substeps=5) == (20, s.iterations)  # the scene's own entry beats a caller's default
+    for extra, match in [("levels = { fine = { substeps = 20 } }", r"simulation.levels.fine: expected a level index"),
+                         ("levels = { 17 = { substeps = 20 } }", r"simulation.levels.17: expected a level index in \[0, 16\]"),
+                         ("levels = { 3 = { substeps = 0 } }", r"simulation.levels.3.substeps: expected an integer in \[1, 1000\]"),
+                         ("levels = { 3 = { substep = 20 } }", r"simulation.levels.3.substep: unknown key; did you mean 'substeps'"),
+                         ("levels = { 3 = 20 }", r"simulation.levels.3: expected a table, got an integer"),
+                         ("levels = 20", r"simulation.levels: expected a table of level index")]:
+        with pytest.raises(cs.InputError, match=match):
+            parse(extra)
+
+
+def test_levels_key_sets_substeps_per_level_and_an_override_beats_it():
+    """One-level drape: the level's entry; coarse-to-fine: drafts at half the scene's substeps unless their level
+    has an entry, the final level its entry (else the scene's); an explicit with_overrides(substeps=) wins."""
+    base = with_overrides(load_scene(SKIRT), device="cpu")
+    sim = dataclasses.replace(base.simulation, levels={0: {"substeps": 3}, 1: {"substeps": 7, "iterations": 4}})
+    scene = base.replace(simulation=sim)
+    with Drape(scene, level=0) as d:
+        assert (d.sim.substeps, d.sim.iterations) == (3, sim.iterations)
+    with Drape(scene, level=2, refine_from=0) as d:
+        assert (d.sim.simulator.substeps, d.sim.simulator.iterations) == (3, sim.iterations)
+        d.refine()
+        assert (d.sim.simulator.substeps, d.sim.simulator.iterations) == (7, 4)
+        d.refine()
+        assert (d.sim.simulator.substeps, d.sim.simulator.iterations) == (sim.substeps, sim.iterations)
+    forced = with_overrides(scene, substeps=2)
+    assert forced.simulation.levels == {0: {}, 1: {"iterations": 4}}
+    with Drape(forced, level=0) as d:
+        assert d.sim.substeps == 2

@@ -263,8 +263,13 @@ class Drape:
         self.garments = [sources.build_garment(scene, g, level, self.body) for g in scene.garments]
         self.cloths = [g.cloth for g in self.garments]
         edges = [g.edge_length for g in self.garments if g.edge_length is not None]
-        self.sim = Simulator(self.cloths, device=self.device, dt=sim_spec.dt, substeps=sim_spec.substeps,
-                             iterations=sim_spec.iterations, ground=sim_spec.ground,
+        substeps, iterations = sim_spec.at_level(self.garments[0].level if self.garments else None)
+        if len({g.level for g in self.garments}) > 1 and sim_spec.levels:
+            raise InputError(f"{scene.path}: simulation.levels: the garments are at levels "
+                             f"{sorted({g.level for g in self.garments}, key=str)}, so a per-level setting is "
+                             f"ambiguous; give every garment the same level")
+        self.sim = Simulator(self.cloths, device=self.device, dt=sim_spec.dt, substeps=substeps,
+                             iterations=iterations, ground=sim_spec.ground,
                              self_collision=sim_spec.self_collision,
                              contact_stiffness=self._contact_stiffness(sim_spec.contact_stiffness,
                                                                        min(edges, default=None)),
@@ -322,7 +327,10 @@ class Drape:
         self.fine_level = k
         self.start_level = r
         relax_kw = {} if refine_relax is None else {"relax_substeps": int(refine_relax)}
-        over = {i: {"substeps": self.coarse_substeps} for i in range(r, k)}  # drafts; the final level: the scene's
+        over = {}  # drafts at half the substeps, the final level the scene's, unless [simulation.levels] says
+        for i in range(r, k + 1):
+            sub, it = s.at_level(i, self.coarse_substeps if i < k else None)
+            over[i] = {"substeps": sub, "iterations": it}
         e = self.levels.edge_lengths
         for i in range(r, k + 1):  # contact stiffness per vertex area (see _contact_stiffness)
             over.setdefault(i, {})["contact_stiffness"] = self._contact_stiffness(s.contact_stiffness, float(e[i]))

@@ -145,6 +145,16 @@ class SimulationSpec:
     air_damping: float = 0.0
     checks: CheckSpec = field(default_factory=CheckSpec)
     refine_from: int | None = None
+    # per-level solver settings: level index (0 = coarsest) -> {"substeps": n, "iterations": n}, used whenever
+    # a garment is simulated at that level (see :meth:`at_level`)
+    levels: dict = field(default_factory=dict)
+
+    def at_level(self, level: int | None, substeps: int | None = None) -> tuple[int, int]:
+        """(substeps, iterations) for simulating at ``level``: the ``[simulation.levels]`` entry where it
+        gives one, else ``substeps`` (a caller's default, e.g. a coarse-to-fine draft's) or the scene's."""
+        own = self.levels.get(level, {}) if level is not None else {}
+        return (int(own.get("substeps", substeps if substeps is not None else self.substeps)),
+                int(own.get("iterations", self.iterations)))
 
 
 @dataclass(frozen=True)
@@ -220,7 +230,8 @@ FORMAT_KEYS: dict[str, tuple[str, ...]] = {
     "pose": ("joints", "blend_frames"),
     "simulation": ("device", "dt", "substeps", "iterations", "frame_cap", "min_frames", "self_collision",
                    "skin_thickness", "ground", "contact_stiffness", "contact_damping", "drag", "air_damping",
-                   "checks", "refine_from"),
+                   "checks", "refine_from", "levels"),
+    "simulation.levels": ("substeps", "iterations"),
     "simulation.checks": ("kinetic_energy", "residual", "seam_gap", "penetration", "settle_frames"),
     "cameras": ("name", "view", "position", "target", "focal_length_mm", "sensor_width_mm"),
     "lights": ("kind", "name", "intensity", "color", "direction", "position", "inner_cone_deg", "outer_cone_deg",
@@ -563,7 +574,36 @@ def _read_simulation(t: _Table | None) -> SimulationSpec:
         air_damping=t.number("air_damping", d.air_damping, lo=0.0, hi=1.0e3, unit="1/s"),
         checks=_read_checks(t.table("checks", FORMAT_KEYS["simulation.checks"])),
         refine_from=refine_from,
+        levels=_read_levels(t),
     )
+
+
+MAX_LEVEL = 16
+
+
+def _read_levels(t: _Table) -> dict:
+    """``[simulation.levels]``: a table keyed by level index ("0" = coarsest), each entry a table with
+    ``substeps`` and/or ``iterations`` (e.g. ``3 = { substeps = 20 }``)."""
+    if not t.has("levels"):
+        return {}
+    raw = t.raw("levels")
+    key = t.key("levels")
+    if not isinstance(raw, dict):
+        raise t.error("levels", f"expected a table of level index = {{ substeps = n, iterations = n }}, "
+                                f"got {_type_name(raw)} {_short(raw)}")
+    out = {}
+    for k, v in raw.items():
+        if not (k.isdigit() and 0 <= int(k) <= MAX_LEVEL):
+            raise t.error_at(f"{key}.{k}", f"expected a level index in [0, {MAX_LEVEL}] (0 = coarsest) as the key, "
+                                           f"got {k!r}")
+        lt = _Table(t.file, f"{key}.{k}", v, FORMAT_KEYS["simulation.levels"])
+        entry = {}
+        if lt.has("substeps"):
+            entry["substeps"] = lt.integer("substeps", lo=1, hi=MAX_SUBSTEPS)
+        if lt.has("iterations"):
+            entry["iterations"] = lt.integer("iterations", lo=1, hi=MAX_ITERATIONS)
+        out[int(k)] = entry
+    return out
 
 
 def _read_camera(t: _Table, i: int) -> CameraSpec:
