@@ -31,16 +31,18 @@ def _with_refine(scene, refine_from):
 
 # ---------------------------------------------------------------------------------------------- scene key
 def _scene_text(extra: str) -> str:
-    text = SKIRT.read_text(encoding="utf-8")
+    text = "".join(ln for ln in SKIRT.read_text(encoding="utf-8").splitlines(keepends=True)
+                   if not ln.startswith("refine_from"))  # the shipped scene's own key, replaced by extra
     return text.replace("[simulation]\n", "[simulation]\n" + extra + "\n", 1)
 
 
-@pytest.mark.parametrize("value, expected", [("0", 0), ('"coarsest"', 0), ("1", 1), ("false", None)])
+@pytest.mark.parametrize("value, expected", [("0", 0), ('"coarsest"', 0), ("1", 1), ("false", None), ("", None)])
 def test_refine_from_key_parses(tmp_path, value, expected):
     p = tmp_path / "s.toml"
-    p.write_text(_scene_text(f"refine_from = {value}").replace("../assets", str(ROOT / "assets")), encoding="utf-8")
+    p.write_text(_scene_text(f"refine_from = {value}" if value else "").replace("../assets", str(ROOT / "assets")), encoding="utf-8")
     assert parse_scene(p).simulation.refine_from == expected
-    assert load_scene(SKIRT).simulation.refine_from is None  # absent: one-level drape (the shipped scenes)
+    for shipped in sorted((ROOT / "scenes").glob("*.toml")):  # every shipped scene refines from 40 mm
+        assert load_scene(shipped).simulation.refine_from == 0, shipped.name
 
 
 @pytest.mark.parametrize("value, match", [('"finest"', "expected 'coarsest', false or a level index"),
@@ -172,7 +174,7 @@ def test_contact_stiffness_per_vertex_area():
     """A scene's contact_stiffness holds at the coarsest level (40 mm); a level of edge h uses k·(h/0.04)², so a
     vertex presses into the body by the same weight/stiffness at every level (vertex mass ∝ h²). Exact: it is a
     product of the scene's number and a squared ratio of the hierarchy's edge lengths."""
-    scene = with_overrides(load_scene(SKIRT), device="cpu")
+    scene = with_overrides(_with_refine(load_scene(SKIRT), None), device="cpu")  # one level unless asked
     k = scene.simulation.contact_stiffness
     with Drape(scene, level=1) as d:
         assert d.sim.contact_stiffness == pytest.approx(k * 0.25, rel=1e-12)
@@ -210,7 +212,7 @@ def test_levels_key_parses_and_names_bad_entries(tmp_path):
 def test_levels_key_sets_substeps_per_level_and_an_override_beats_it():
     """One-level drape: the level's entry; coarse-to-fine: drafts at half the scene's substeps unless their level
     has an entry, the final level its entry (else the scene's); an explicit with_overrides(substeps=) wins."""
-    base = with_overrides(load_scene(SKIRT), device="cpu")
+    base = with_overrides(_with_refine(load_scene(SKIRT), None), device="cpu")
     sim = dataclasses.replace(base.simulation, levels={0: {"substeps": 3}, 1: {"substeps": 7, "iterations": 4}})
     scene = base.replace(simulation=sim)
     with Drape(scene, level=0) as d:
