@@ -187,13 +187,17 @@ def _prism(radius=0.1, sides=12, half_length=0.2):
     return m
 
 
+@pytest.mark.xfail(strict=True, reason="known defect, open: a collider edge-edge pair is a plane along the edge's "
+                   "mean normal, unbounded across the edge (clothsim/solver/contact_blocks.py); session 9's bounded "
+                   "variants fixed this case and the T-shirt's ringing sleeve vertex but left the H200 5 mm straight "
+                   "skirt unsettled (benchmarks/results/drape_h200_s9.md), so they were not kept")
 def test_cloth_beside_a_ridge_feels_no_edge_contact(device):
     """A cloth lying still, without gravity, 2 mm clear of a prism's top face and 9-25 mm beside one of its
-    30-degree side edges, stays exactly where it is. Its edges along the ridge are parallel to it, so their
+    30-degree side edges, should stay exactly where it is. Its edges along the ridge are parallel to it, so their
     closest points are interior (the middle of the overlap) and each is listed as an edge-edge pair, with the
-    closest-point vector w pointing sideways: the pair's distance is |w| (9 mm, clear), not w·n along the ridge's
-    mean normal (−0.4 mm: 2 cos 15° − 9 sin 15°), which would push the cloth off a face it does not touch (on the
-    mannequin's arm a sleeve-hem vertex rang at 0.2 m/s this way)."""
+    closest-point vector w pointing sideways: the pair's distance should be the edges' distance (|w| = 9 mm, clear),
+    not w·n along the ridge's mean normal (−0.4 mm: 2 cos 15° − 9 sin 15°), which pushes the cloth off a face it does
+    not touch (on the mannequin's arm a sleeve-hem vertex rang at 0.2 m/s this way, see drape_h200_s9.md)."""
     import clothsim as cs
 
     prism = _prism()
