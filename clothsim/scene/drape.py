@@ -263,11 +263,12 @@ class Drape:
         self.garments = [sources.build_garment(scene, g, level, self.body) for g in scene.garments]
         self.cloths = [g.cloth for g in self.garments]
         edges = [g.edge_length for g in self.garments if g.edge_length is not None]
-        substeps, iterations = sim_spec.at_level(self.garments[0].level if self.garments else None)
-        if len({g.level for g in self.garments}) > 1 and sim_spec.levels:
+        garment_levels = {g.level for g in self.garments}
+        if len(garment_levels) > 1 and sim_spec.levels:
             raise InputError(f"{scene.path}: simulation.levels: the garments are at levels "
-                             f"{sorted({g.level for g in self.garments}, key=str)}, so a per-level setting is "
-                             f"ambiguous; give every garment the same level")
+                             f"{sorted(garment_levels, key=str)}, so a per-level setting is ambiguous; "
+                             f"give every garment the same level")
+        substeps, iterations = sim_spec.at_level(next(iter(garment_levels), None))
         self.sim = Simulator(self.cloths, device=self.device, dt=sim_spec.dt, substeps=substeps,
                              iterations=iterations, ground=sim_spec.ground,
                              self_collision=sim_spec.self_collision,

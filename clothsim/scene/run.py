@@ -40,10 +40,8 @@ def with_overrides(scene: Scene, *, frames: int | None = None, device: str | Non
         changes["substeps"] = int(substeps)
     if iterations is not None:
         changes["iterations"] = int(iterations)
-    for key in ("substeps", "iterations"):  # an explicit override beats the scene's per-level settings too
-        if key in changes and sim.levels:
-            changes["levels"] = {lv: {k: v for k, v in e.items() if k not in changes}
-                                 for lv, e in changes.get("levels", sim.levels).items()}
+    if sim.levels and ("substeps" in changes or "iterations" in changes):  # beats [simulation.levels] too
+        changes["levels"] = {lv: {k: v for k, v in e.items() if k not in changes} for lv, e in sim.levels.items()}
     return scene.replace(simulation=dataclasses.replace(sim, **changes)) if changes else scene
 
 

@@ -18,10 +18,10 @@ import math
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from ..errors import InputError
 from ..fabric import Fabric, file_units, preset_names
+from .tomltable import Table, short, type_name
 
 # ---------------------------------------------------------------------------------------------- limits
 # "Huge counts": bounds that stop a typo (an extra zero or three) from starting a days-long run or
@@ -29,6 +29,7 @@ from ..fabric import Fabric, file_units, preset_names
 MAX_FRAMES = 100_000  # 27 minutes of simulated time at 60 fps
 MAX_SUBSTEPS = 1_000
 MAX_ITERATIONS = 1_000
+MAX_LEVEL = 16  # resolution level index (0 = coarsest)
 MAX_GARMENTS = 32
 MAX_CAMERAS = 64
 MAX_LIGHTS = 64
@@ -240,172 +241,8 @@ FORMAT_KEYS: dict[str, tuple[str, ...]] = {
 }
 
 
-# ---------------------------------------------------------------------------------------------- reading helpers
-class _Table:
-    """A TOML table being read: tracks the key path for messages and which keys were consumed."""
-
-    def __init__(self, file: Path, path: str, data: Any, allowed: tuple[str, ...]):
-        self.file = file
-        self.path = path
-        if not isinstance(data, dict):
-            raise self.error_at(path, f"expected a table, got {_type_name(data)} {_short(data)}")
-        self.data = data
-        unknown = [k for k in data if k not in allowed]
-        if unknown:
-            k = unknown[0]
-            close = difflib.get_close_matches(k, allowed, n=1, cutoff=0.6)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
-            raise self.error_at(self.key(k), f"unknown key{hint} (expected one of: {', '.join(allowed)})")
-
-    def key(self, k: str) -> str:
-        return f"{self.path}.{k}" if self.path else k
-
-    def error_at(self, keypath: str, msg: str) -> InputError:
-        return InputError(f"{self.file}: {keypath or '(top level)'}: {msg}")
-
-    def error(self, k: str, msg: str) -> InputError:
-        return self.error_at(self.key(k), msg)
-
-    def has(self, k: str) -> bool:
-        return k in self.data
-
-    def raw(self, k: str, default=None):
-        return self.data.get(k, default)
-
-    def table(self, k: str, allowed: tuple[str, ...], *, required: bool = False) -> "_Table | None":
-        if k not in self.data:
-            if required:
-                raise self.error(k, "missing table (expected a [" + self.key(k) + "] section)")
-            return None
-        return _Table(self.file, self.key(k), self.data[k], allowed)
-
-    def array_of_tables(self, k: str, allowed: tuple[str, ...], *, max_count: int, required: bool = False) -> list["_Table"]:
-        if k not in self.data:
-            if required:
-                raise self.error(k, f"missing (expected at least one [[{self.key(k)}]] entry)")
-            return []
-        v = self.data[k]
-        if not isinstance(v, list):
-            raise self.error(k, f"expected an array of tables ([[{self.key(k)}]]), got {_type_name(v)}")
-        if required and not v:
-            raise self.error(k, f"expected at least one [[{self.key(k)}]] entry, got none")
-        if len(v) > max_count:
-            raise self.error(k, f"expected at most {max_count} entries, got {len(v)}")
-        return [_Table(self.file, f"{self.key(k)}[{i}]", item, allowed) for i, item in enumerate(v)]
-
-    def string(self, k: str, default: Any = ..., choices: tuple[str, ...] | None = None) -> str:
-        if k not in self.data:
-            if default is ...:
-                raise self.error(k, "missing (expected a string" + (f": one of {', '.join(choices)})" if choices else ")"))
-            return default
-        v = self.data[k]
-        if not isinstance(v, str):
-            raise self.error(k, f"expected a string, got {_type_name(v)} {_short(v)}")
-        if choices is not None and v not in choices:
-            close = difflib.get_close_matches(v, choices, n=1, cutoff=0.6)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise self.error(k, f"expected one of {', '.join(choices)}, got {v!r}{hint}")
-        return v
-
-    def boolean(self, k: str, default: bool) -> bool:
-        v = self.data.get(k, default)
-        if not isinstance(v, bool):
-            raise self.error(k, f"expected true or false, got {_type_name(v)} {_short(v)}")
-        return v
-
-    def number(self, k: str, default: Any = ..., *, lo: float | None = None, hi: float | None = None,
-               lo_open: bool = False, unit: str = "") -> float:
-        if k not in self.data:
-            if default is ...:
-                raise self.error(k, f"missing (expected a number{_unit(unit)})")
-            return default
-        return _check_number(self, self.key(k), self.data[k], lo, hi, lo_open, unit)
-
-    def integer(self, k: str, default: Any = ..., *, lo: int, hi: int) -> int:
-        if k not in self.data:
-            if default is ...:
-                raise self.error(k, f"missing (expected an integer in [{lo}, {hi}])")
-            return default
-        v = self.data[k]
-        if isinstance(v, bool) or not isinstance(v, int):
-            raise self.error(k, f"expected an integer in [{lo}, {hi}], got {_type_name(v)} {_short(v)}")
-        if not (lo <= v <= hi):
-            raise self.error(k, f"expected an integer in [{lo}, {hi}], got {v}")
-        return v
-
-    def vec3(self, k: str, default: Any = ..., *, unit: str = "m", max_abs: float = 1.0e3) -> tuple[float, float, float]:
-        if k not in self.data:
-            if default is ...:
-                raise self.error(k, f"missing (expected 3 numbers{_unit(unit)})")
-            return default
-        v = self.data[k]
-        if not isinstance(v, list) or len(v) != 3:
-            raise self.error(k, f"expected an array of 3 numbers{_unit(unit)}, got {_type_name(v)} {_short(v)}")
-        return tuple(_check_number(self, f"{self.key(k)}[{i}]", x, -max_abs, max_abs, False, unit)
-                     for i, x in enumerate(v))  # type: ignore[return-value]
-
-    def path_(self, k: str, base: Path, *, required: bool = True) -> Path | None:
-        if k not in self.data:
-            if required:
-                raise self.error(k, "missing (expected a file path, relative to the scene file)")
-            return None
-        v = self.data[k]
-        if not isinstance(v, str) or not v.strip():
-            raise self.error(k, f"expected a file path string, got {_type_name(v)} {_short(v)}")
-        p = Path(v).expanduser()
-        return (p if p.is_absolute() else base / p).resolve()
-
-    def existing_file(self, k: str, base: Path, *, required: bool = True) -> Path | None:
-        p = self.path_(k, base, required=required)
-        if p is None:
-            return None
-        if not p.exists():
-            raise self.error(k, f"file not found: {p} (paths are relative to the scene file's folder {base})")
-        if not p.is_file():
-            raise self.error(k, f"expected a file, but {p} is a folder")
-        return p
-
-
-def _check_number(t: _Table, keypath: str, v: Any, lo, hi, lo_open, unit) -> float:
-    rng = _range(lo, hi, lo_open)
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        raise t.error_at(keypath, f"expected a number{_unit(unit)}{rng}, got {_type_name(v)} {_short(v)}")
-    v = float(v)
-    if not math.isfinite(v):
-        raise t.error_at(keypath, f"expected a finite number{_unit(unit)}{rng}, got {v}")
-    if lo is not None and (v < lo or (lo_open and v == lo)):
-        raise t.error_at(keypath, f"expected a number{_unit(unit)}{rng}, got {v:g}")
-    if hi is not None and v > hi:
-        raise t.error_at(keypath, f"expected a number{_unit(unit)}{rng}, got {v:g}")
-    return v
-
-
-def _range(lo, hi, lo_open) -> str:
-    if lo is None and hi is None:
-        return ""
-    if hi is None:
-        return f" {'>' if lo_open else '>='} {lo:g}"
-    if lo is None:
-        return f" <= {hi:g}"
-    return f" in {'(' if lo_open else '['}{lo:g}, {hi:g}]"
-
-
-def _unit(unit: str) -> str:
-    return f" [{unit}]" if unit else ""
-
-
-def _type_name(v: Any) -> str:
-    return {dict: "a table", list: "an array", str: "a string", bool: "a boolean", int: "an integer",
-            float: "a number"}.get(type(v), type(v).__name__)
-
-
-def _short(v: Any) -> str:
-    s = repr(v)
-    return s if len(s) <= 60 else s[:57] + "..."
-
-
 # ---------------------------------------------------------------------------------------------- sections
-def _read_avatar(t: _Table, base: Path) -> AvatarSpec:
+def _read_avatar(t: Table, base: Path) -> AvatarSpec:
     has_file = t.has("file")
     kind_default = "file" if has_file else ...
     kind = AvatarKind(t.string("kind", kind_default, choices=tuple(k.value for k in AvatarKind)))
@@ -427,7 +264,7 @@ def _read_avatar(t: _Table, base: Path) -> AvatarSpec:
     return AvatarSpec(kind=kind, measurements=meas)
 
 
-def _read_fabric(t: _Table, k: str) -> Fabric | None:
+def _read_fabric(t: Table, k: str) -> Fabric | None:
     if not t.has(k):
         return None  # the pattern's fabric (cotton for a mesh)
     v = t.raw(k)
@@ -439,8 +276,8 @@ def _read_fabric(t: _Table, k: str) -> Fabric | None:
             raise t.error(k, f"unknown fabric {v!r}{hint}: expected one of {', '.join(names)} or an inline table")
         return Fabric.preset(v)
     if not isinstance(v, dict):
-        raise t.error(k, f"expected a preset name or an inline table of values, got {_type_name(v)} {_short(v)}")
-    ft = _Table(t.file, t.key(k), v, FORMAT_KEYS["garments.fabric"])
+        raise t.error(k, f"expected a preset name or an inline table of values, got {type_name(v)} {short(v)}")
+    ft = Table(t.file, t.key(k), v, FORMAT_KEYS["garments.fabric"])
     base_name = ft.string("preset", "cotton", choices=tuple(names)) if ft.has("preset") else None
     base = Fabric.preset(base_name) if base_name else None
     units = file_units()
@@ -461,7 +298,7 @@ def _read_fabric(t: _Table, k: str) -> Fabric | None:
         raise t.error(k, str(e)) from None
 
 
-def _read_garment(t: _Table, base: Path, index: int) -> GarmentSpec:
+def _read_garment(t: Table, base: Path, index: int) -> GarmentSpec:
     has_p, has_m = t.has("pattern"), t.has("mesh")
     if has_p == has_m:
         raise t.error_at(t.path, "expected exactly one of 'pattern' (a sewing pattern file) or 'mesh' (a 3D mesh file)"
@@ -478,14 +315,14 @@ def _read_garment(t: _Table, base: Path, index: int) -> GarmentSpec:
         if lv in ("coarsest", "finest"):
             level = 0 if lv == "coarsest" else -1
         else:
-            level = t.integer("level", lo=0, hi=16)
+            level = t.integer("level", lo=0, hi=MAX_LEVEL)
     edge = t.number("edge_length", None, lo=0.0005, hi=0.5, unit="m") if t.has("edge_length") else None
     return GarmentSpec(name=name, fabric=_read_fabric(t, "fabric"), pattern=pattern, mesh=mesh, level=level,
                        edge_length=edge, offset=t.vec3("offset", (0.0, 0.0, 0.0), max_abs=MAX_SIZE_M),
                        color=_read_srgb(t, "color"))
 
 
-def _read_srgb(t: _Table, k: str) -> tuple[float, float, float] | None:
+def _read_srgb(t: Table, k: str) -> tuple[float, float, float] | None:
     """An optional sRGB colour: "#rrggbb" or 3 numbers in [0, 1]."""
     if not t.has(k):
         return None
@@ -505,23 +342,23 @@ def _read_srgb(t: _Table, k: str) -> tuple[float, float, float] | None:
     return c
 
 
-def _read_pose(t: _Table | None) -> PoseSpec:
+def _read_pose(t: Table | None) -> PoseSpec:
     if t is None:
         return PoseSpec()
     joints = {}
     if t.has("joints"):
         jv = t.raw("joints")
         if not isinstance(jv, dict):
-            raise t.error("joints", f"expected a table of joint = [rx, ry, rz] (degrees), got {_type_name(jv)}")
+            raise t.error("joints", f"expected a table of joint = [rx, ry, rz] (degrees), got {type_name(jv)}")
         if len(jv) > MAX_JOINTS:
             raise t.error("joints", f"expected at most {MAX_JOINTS} joints, got {len(jv)}")
-        jt = _Table(t.file, t.key("joints"), jv, tuple(jv))
+        jt = Table(t.file, t.key("joints"), jv, tuple(jv))
         for name in jv:
             joints[name] = jt.vec3(name, unit="degrees", max_abs=360.0)
     return PoseSpec(joints=joints, blend_frames=t.integer("blend_frames", 30, lo=1, hi=MAX_FRAMES))
 
 
-def _read_checks(t: _Table | None) -> CheckSpec:
+def _read_checks(t: Table | None) -> CheckSpec:
     d = CheckSpec()
     if t is None:
         return d
@@ -534,7 +371,7 @@ def _read_checks(t: _Table | None) -> CheckSpec:
     )
 
 
-def _read_simulation(t: _Table | None) -> SimulationSpec:
+def _read_simulation(t: Table | None) -> SimulationSpec:
     d = SimulationSpec()
     if t is None:
         return d
@@ -555,9 +392,9 @@ def _read_simulation(t: _Table | None) -> SimulationSpec:
             refine_from = 0
         elif isinstance(rf, str):
             raise t.error("refine_from", f"expected 'coarsest', false or a level index (0 = coarsest) coarser than "
-                                         f"the garments' level, got {_short(rf)}")
+                                         f"the garments' level, got {short(rf)}")
         elif rf is not False:
-            refine_from = t.integer("refine_from", lo=0, hi=16)
+            refine_from = t.integer("refine_from", lo=0, hi=MAX_LEVEL)
     return SimulationSpec(
         device=device,
         dt=t.number("dt", d.dt, lo=0.0, lo_open=True, hi=1.0, unit="s"),
@@ -578,10 +415,8 @@ def _read_simulation(t: _Table | None) -> SimulationSpec:
     )
 
 
-MAX_LEVEL = 16
 
-
-def _read_levels(t: _Table) -> dict:
+def _read_levels(t: Table) -> dict:
     """``[simulation.levels]``: a table keyed by level index ("0" = coarsest), each entry a table with
     ``substeps`` and/or ``iterations`` (e.g. ``3 = { substeps = 20 }``)."""
     if not t.has("levels"):
@@ -590,13 +425,13 @@ def _read_levels(t: _Table) -> dict:
     key = t.key("levels")
     if not isinstance(raw, dict):
         raise t.error("levels", f"expected a table of level index = {{ substeps = n, iterations = n }}, "
-                                f"got {_type_name(raw)} {_short(raw)}")
+                                f"got {type_name(raw)} {short(raw)}")
     out = {}
     for k, v in raw.items():
         if not (k.isdigit() and 0 <= int(k) <= MAX_LEVEL):
             raise t.error_at(f"{key}.{k}", f"expected a level index in [0, {MAX_LEVEL}] (0 = coarsest) as the key, "
                                            f"got {k!r}")
-        lt = _Table(t.file, f"{key}.{k}", v, FORMAT_KEYS["simulation.levels"])
+        lt = Table(t.file, f"{key}.{k}", v, FORMAT_KEYS["simulation.levels"])
         entry = {}
         if lt.has("substeps"):
             entry["substeps"] = lt.integer("substeps", lo=1, hi=MAX_SUBSTEPS)
@@ -606,7 +441,7 @@ def _read_levels(t: _Table) -> dict:
     return out
 
 
-def _read_camera(t: _Table, i: int) -> CameraSpec:
+def _read_camera(t: Table, i: int) -> CameraSpec:
     name = t.string("name", f"camera{i}")
     has_view, has_pos = t.has("view"), t.has("position")
     if has_view == has_pos:
@@ -624,7 +459,7 @@ def _read_camera(t: _Table, i: int) -> CameraSpec:
                       sensor_width_mm=t.number("sensor_width_mm", 36.0, lo=1.0, hi=200.0, unit="mm"))
 
 
-def _read_light(t: _Table, i: int) -> LightSpec:
+def _read_light(t: Table, i: int) -> LightSpec:
     kind = LightKind(t.string("kind", choices=tuple(k.value for k in LightKind)))
     color = t.vec3("color", (1.0, 1.0, 1.0), unit="linear RGB, 0..1")
     for c, x in enumerate(color):
@@ -662,7 +497,7 @@ def _read_light(t: _Table, i: int) -> LightSpec:
                      cast_shadows=cast)
 
 
-def _read_output(t: _Table | None, base: Path, scene_name: str) -> OutputSpec:
+def _read_output(t: Table | None, base: Path, scene_name: str) -> OutputSpec:
     if t is None:
         return OutputSpec(folder=(base / ".." / "out" / scene_name).resolve())
     folder = t.path_("folder", base, required=False) or (base / ".." / "out" / scene_name).resolve()
@@ -670,7 +505,7 @@ def _read_output(t: _Table | None, base: Path, scene_name: str) -> OutputSpec:
     if t.has("formats"):
         v = t.raw("formats")
         if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
-            raise t.error("formats", f"expected an array of strings from {list(OUTPUT_FORMATS)}, got {_short(v)}")
+            raise t.error("formats", f"expected an array of strings from {list(OUTPUT_FORMATS)}, got {short(v)}")
         bad = [x for x in v if x not in OUTPUT_FORMATS]
         if bad:
             raise t.error("formats", f"unknown format {bad[0]!r}: expected some of {', '.join(OUTPUT_FORMATS)}")
@@ -697,7 +532,7 @@ def parse_scene(path: str | Path) -> Scene:
     except UnicodeDecodeError as e:
         raise InputError(f"{path}: not a UTF-8 text file ({e.reason} at byte {e.start})") from None
     base = path.parent
-    top = _Table(path, "", data, FORMAT_KEYS[""])
+    top = Table(path, "", data, FORMAT_KEYS[""])
     meta = top.table("scene", FORMAT_KEYS["scene"])
     name = meta.string("name", path.stem) if meta else path.stem
     description = meta.string("description", "") if meta else ""
