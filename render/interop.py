@@ -12,6 +12,8 @@ from __future__ import annotations
 import numpy as np
 import warp as wp
 
+wp.set_module_options({"enable_backward": False})  # no autodiff here: forward code only, compiles ~4x faster
+
 
 @wp.kernel
 def vertex_normals_kernel(x: wp.array(dtype=wp.vec3), tris: wp.array(dtype=wp.int32, ndim=2),

@@ -30,6 +30,8 @@ import warp as wp
 
 from ._arrays import as_index_array, as_vec3_array, resolve_device
 
+wp.set_module_options({"enable_backward": False})  # no autodiff here: forward code only, compiles ~4x faster
+
 # --------------------------------------------------------------------------------------
 # helpers
 

@@ -36,6 +36,8 @@ from ..collision.self_contact import edge_bounds_kernel
 from ..topology import csr, unique_edges
 from .kernels import vertex_normals_kernel
 
+wp.set_module_options({"enable_backward": False})  # no autodiff here: forward code only, compiles ~4x faster
+
 # Keep only the pairs whose closest points are inside both features (an edge crossing another edge, a
 # collider vertex over a triangle's interior); see ColliderContacts.detect.
 INTERIOR_ONLY = 1
