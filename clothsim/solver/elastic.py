@@ -231,8 +231,9 @@ def bending_force_hessian(
     if k == 2:
         grad = g2
     elif k < 2:
-        t2 = wp.dot(x2 - x0, e) / el2
-        t3 = wp.dot(x3 - x0, e) / el2
+        inv_el2 = 1.0 / el2
+        t2 = wp.dot(x2 - x0, e) * inv_el2
+        t3 = wp.dot(x3 - x0, e) * inv_el2
         if k == 0:
             grad = -(1.0 - t2) * g2 - (1.0 - t3) * g3
         else:

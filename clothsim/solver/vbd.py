@@ -39,6 +39,14 @@ BLOCK_DIM = 64
 CONTACT_LANES = 16
 
 
+def _arg_key(a):
+    """What identifies a launch argument for replaying a recorded launch: an array by identity (the
+    recorded launch holds its pointer), a vector by its components, a scalar by value."""
+    if isinstance(a, wp.array):
+        return id(a)
+    return tuple(a) if wp.types.type_is_vector(type(a)) else a
+
+
 class SolverVBD:
     def __init__(self, model, settings):
         self.model = model
@@ -81,7 +89,8 @@ class SolverVBD:
         # velocities is gathered once more
         self._cc_refresh = False
         self._pool = None  # CPU worker threads (created on first use, shut down by release)
-        self._cpu_launches = {}  # (colour range, chunks) -> (argument identities, recorded wp.Launch per chunk, args)
+        # CPU recorded launches: (colour range, chunks) or (kernel, site) -> (argument keys, launch(es), args)
+        self._cpu_launches = {}
 
     def materials_changed(self) -> None:
         """Fabric numbers changed: contact search radii follow the thickness; a captured graph holds the
@@ -209,10 +218,11 @@ class SolverVBD:
                     wp.launch(K.lerp_points_kernel, c.vertex_count, inputs=[c.start, c.end, alpha], outputs=[c.points],
                               device=dev)
                     c.mesh.refit()
-            wp.launch(K.predict_kernel, n, inputs=[state.x, state.v, state.v_last, m.inv_mass, gravity, h, 1.0 / (1.0 + s.air_damping * h), int(s.initial_guess == "adaptive"),
-                                                  self._ext_arg, int(self.ext_acc is not None)], outputs=[self.x_prev, self.y], device=dev)
+            self._launch(K.predict_kernel, n, [state.x, state.v, state.v_last, m.inv_mass, gravity, h, 1.0 / (1.0 + s.air_damping * h),
+                                               int(s.initial_guess == "adaptive"), self._ext_arg, int(self.ext_acc is not None),
+                                               self.x_prev, self.y])
             if npins:
-                wp.launch(K.pin_kernel, npins, inputs=[m.pin_indices, state.pin_start, state.pin_end, alpha], outputs=[state.x], device=dev)
+                self._launch(K.pin_kernel, npins, [m.pin_indices, state.pin_start, state.pin_end, alpha, state.x], site=sub)
             if s.drag > 0.0:
                 wp.launch(K.vertex_normals_kernel, n, inputs=[self.x_prev, m.tri, m.v_tri_offsets, m.v_tri], outputs=[self.normals], device=dev)
             for k, c in enumerate(self.colliders):
@@ -226,7 +236,7 @@ class SolverVBD:
             if self.self_contacts is not None:
                 # re-split the BVHs once per frame, refit them in the other substeps
                 self.self_contacts.detect(self.x_prev, rebuild=(sub == 0))
-            wp.launch(K.edge_angles_kernel, len(m.host_bend), inputs=[self.x_prev, m.bend], outputs=[self.theta_prev], device=dev)
+            self._launch(K.edge_angles_kernel, len(m.host_bend), [self.x_prev, m.bend, self.theta_prev])
             rho = s.chebyshev_rho
             omega = 1.0
             # Chebyshev semi-iterative acceleration (Wang 2015; VBD sec. 3.7): x ← ω(x̂ − x⁽ⁿ⁻²⁾) + x⁽ⁿ⁻²⁾ after
@@ -258,7 +268,25 @@ class SolverVBD:
                 elif cheb:
                     wp.launch(K.chebyshev_kernel, n, inputs=[omega, m.inv_mass], outputs=[state.x, self.cheb_prev, self.cheb_prev2],
                               device=dev)
-            wp.launch(K.finish_substep_kernel, n, inputs=[state.x, self.x_prev, h], outputs=[state.v, self.bad], device=dev)
+            self._launch(K.finish_substep_kernel, n, [state.x, self.x_prev, h, state.v, self.bad])
+
+    def _launch(self, kernel, dim, args, site=0):
+        """wp.launch of a small per-substep kernel (``args``: inputs then outputs, in the kernel's order).
+
+        On CUDA the frame is a captured graph and this is wp.launch. On the CPU the launch is recorded
+        once per call site (kernel, ``site``) and replayed while its arguments stay the same arrays and
+        values: packing arguments costs ~30 µs a launch there, as much as the kernel itself on a 64×64
+        cloth. One entry per site, replaced when an argument changes, so no released array stays held."""
+        dev = self.model.device
+        if dev.is_cuda:
+            wp.launch(kernel, dim, inputs=args, device=dev)
+            return
+        ids = (dim, *(_arg_key(a) for a in args))
+        entry = self._cpu_launches.get((kernel.key, site))
+        if entry is None or entry[0] != ids:
+            entry = (ids, wp.launch(kernel, dim, inputs=args, device=dev, record_cmd=True), args)
+            self._cpu_launches[(kernel.key, site)] = entry
+        entry[1].launch()
 
     def _cpu_threads(self) -> int:
         """Threads for the CPU colour sweep: 1 with self contact (pairs link vertices of one colour)."""
@@ -275,13 +303,13 @@ class SolverVBD:
         (pinned 64×64 grid, 1 iteration: 2.7 ms of a 45 ms frame is launch overhead)."""
         m = self.model
         t = max(1, min(threads, count // CPU_CHUNK_MIN))
-        ids = tuple(id(a) if isinstance(a, wp.array) else (tuple(a) if wp.types.type_is_vector(type(a)) else a)
-                    for a in args)
+        ids = tuple(_arg_key(a) for a in args)
         entry = self._cpu_launches.get((start, count, t))
         if entry is None or entry[0] != ids:
             # one entry per chunking: a changed argument replaces it, so no released array stays referenced
             bounds = [start + (count * c) // t for c in range(t + 1)]
-            launches = [wp.launch(K.vbd_solve_kernel, b1 - b0, inputs=[m.color_vertices, b0, b1 - b0, 1, *args],
+            kern = K.vbd_solve_kernel if self._pair_contacts() else K.vbd_solve_elastic_kernel
+            launches = [wp.launch(kern, b1 - b0, inputs=[m.color_vertices, b0, b1 - b0, 1, *args],
                                   device=m.device, record_cmd=True) for b0, b1 in zip(bounds, bounds[1:])]
             entry = (ids, launches, args)  # args: keeps the arrays (and so their ids) alive
             self._cpu_launches[(start, count, t)] = entry
@@ -295,6 +323,10 @@ class SolverVBD:
         launches[0].launch()
         for f in futures:
             f.result()
+
+    def _pair_contacts(self) -> bool:
+        """Whether the solve needs the kernel variant with the contact-pair loops."""
+        return self.collider_contacts is not None or self.self_contacts is not None
 
     def _solve_args(self, state, h, slots):
         m = self.model
@@ -318,7 +350,7 @@ class SolverVBD:
         """One colour on CUDA (the CPU sweeps go through _solve_cpu)."""
         m = self.model
         args = self._solve_args(state, h, slots)
-        pairs = self.collider_contacts is not None or self.self_contacts is not None
+        pairs = self._pair_contacts()
         if count <= TILE_MAX_VERTICES:
             lanes = K.WARP_LANES if (pairs and CONTACT_LANES == K.WARP_LANES) else K.LANES
             per_block = BLOCK_DIM // lanes
