@@ -327,6 +327,8 @@ def parse_args(argv=None):
                     help="CPU: threads per colour (Simulator(cpu_threads=); default: the cores, at most 8)")
     ap.add_argument("--contact-lanes", type=int, choices=[16, 32], default=None,
                     help="CUDA: threads per vertex of the solve with contact pairs (clothsim.solver.vbd.CONTACT_LANES)")
+    ap.add_argument("--elastic-lanes", type=int, choices=[16, 32], default=None,
+                    help="CUDA: threads per vertex of the solve without contact pairs (clothsim.solver.vbd.ELASTIC_LANES)")
     ap.add_argument("--json", default="out/bench/sim_grid.json")
     a = ap.parse_args(argv)
     cuda = a.device.startswith("cuda")
@@ -445,6 +447,8 @@ def main(argv=None):
         _vbd.BLOCK_DIM = a.block_dim
     if a.contact_lanes is not None:
         _vbd.CONTACT_LANES = a.contact_lanes
+    if a.elastic_lanes is not None:
+        _vbd.ELASTIC_LANES = a.elastic_lanes
     have_newton, newton_info = newton_available()
     if a.compare == "newton" and not have_newton:
         print(f"--compare newton: the 'newton' package is not importable here ({newton_info}); install it "
@@ -458,6 +462,7 @@ def main(argv=None):
                "initial_guess": a.initial_guess, "chebyshev_rho": a.chebyshev_rho,
                "membrane_hessian": a.membrane_hessian, "tile_max_vertices": _vbd.TILE_MAX_VERTICES,
                "block_dim": _vbd.BLOCK_DIM, "cpu_threads": a.cpu_threads, "contact_lanes": _vbd.CONTACT_LANES,
+               "elastic_lanes": _vbd.ELASTIC_LANES,
                "cases": [], "comparisons": []}
     for kind in kinds:
         for n in a.sizes:

@@ -576,6 +576,7 @@ vbd_solve_kernel = _make_vbd_solve_kernel(tiled=False)
 vbd_solve_half_warp_kernel = _make_vbd_solve_kernel(tiled=True, pair_contacts=True)
 vbd_solve_half_warp_elastic_kernel = _make_vbd_solve_kernel(tiled=True, pair_contacts=False)
 vbd_solve_warp_kernel = _make_vbd_solve_kernel(tiled=True, pair_contacts=True, whole_warp=True)
+vbd_solve_warp_elastic_kernel = _make_vbd_solve_kernel(tiled=True, pair_contacts=False, whole_warp=True)
 vbd_solve_elastic_kernel = _make_vbd_solve_kernel(tiled=False, pair_contacts=False)
 
 

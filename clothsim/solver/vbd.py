@@ -37,6 +37,9 @@ BLOCK_DIM = 64
 # K.LANES (16, a half warp) or K.WARP_LANES (32, a whole warp); on the H200 the fold case of
 # benchmarks/sim_grid.py (N = 128) ran 109 ms/frame with 16 and 101 with 32 (one run each)
 CONTACT_LANES = 16
+# CUDA threads per vertex without contact pairs: 16 (lanes 0-5 take a triangle and a hinge each, 6-11 a
+# hinge) or 32 (one element per lane: a shorter critical path, half the vertices per warp)
+ELASTIC_LANES = 16
 
 
 def _arg_key(a):
@@ -352,11 +355,11 @@ class SolverVBD:
         args = self._solve_args(state, h, slots)
         pairs = self._pair_contacts()
         if count <= TILE_MAX_VERTICES:
-            lanes = K.WARP_LANES if (pairs and CONTACT_LANES == K.WARP_LANES) else K.LANES
+            lanes = K.WARP_LANES if (CONTACT_LANES if pairs else ELASTIC_LANES) == K.WARP_LANES else K.LANES
             per_block = BLOCK_DIM // lanes
             blocks = (count + per_block - 1) // per_block
             if lanes == K.WARP_LANES:
-                kern = K.vbd_solve_warp_kernel
+                kern = K.vbd_solve_warp_kernel if pairs else K.vbd_solve_warp_elastic_kernel
             else:
                 kern = K.vbd_solve_half_warp_kernel if pairs else K.vbd_solve_half_warp_elastic_kernel
             wp.launch(kern, blocks * BLOCK_DIM, inputs=[m.color_vertices, start, count, lanes, *args],
