@@ -18,8 +18,14 @@ from .elastic import bending_force_hessian, dihedral_angle, membrane_force_hessi
 wp.set_module_options({"enable_backward": False})  # no autodiff here: forward code only, compiles ~4x faster
 
 
+# The per-vertex and per-hinge kernels of a substep take (count, chunk): thread t handles items
+# [t·chunk, (t + 1)·chunk). CUDA launches them with chunk 1; the CPU with SolverVBD's CPU_SLOTS_PER_THREAD,
+# since a Warp CPU thread's set-up (reading its arguments) costs ~10 ns, as much as the work of one item
+# here (finish_substep: 12 ns a vertex with one thread each).
 @wp.kernel
 def predict_kernel(
+    count: int,
+    chunk: int,
     x: wp.array(dtype=wp.vec3),
     v: wp.array(dtype=wp.vec3),
     v_last: wp.array(dtype=wp.vec3),
@@ -49,33 +55,36 @@ def predict_kernel(
     ``ext_acc`` (read when ``use_ext`` = 1) is a per-vertex external acceleration f_i/m_i [m/s²] added
     to gravity in y and in the first guess (Simulator.set_external_forces).
     """
-    i = wp.tid()
-    xi = x[i]
-    x_prev[i] = xi
-    vi = v[i] * keep
-    if inv_mass[i] > 0.0:
-        acc = gravity
-        if use_ext != 0:
-            acc = acc + ext_acc[i]
-        y[i] = xi + h * vi + (h * h) * acc
-        gl = wp.length(gravity)
-        guess = xi + h * vi + (h * h) * acc
-        if adaptive != 0 and gl > 0.0:
-            guess = xi + h * vi
-            gdir = gravity / gl
-            a = wp.dot(vi - v_last[i], gdir) / h
-            a = wp.clamp(a, 0.0, gl)
-            guess = guess + (h * h * a) * gdir
+    t = wp.tid()
+    for i in range(t * chunk, wp.min(t * chunk + chunk, count)):
+        xi = x[i]
+        x_prev[i] = xi
+        vi = v[i] * keep
+        if inv_mass[i] > 0.0:
+            acc = gravity
             if use_ext != 0:
-                guess = guess + (h * h) * ext_acc[i]
-        x[i] = guess
-    else:
-        y[i] = xi
-    v_last[i] = vi
+                acc = acc + ext_acc[i]
+            y[i] = xi + h * vi + (h * h) * acc
+            gl = wp.length(gravity)
+            guess = xi + h * vi + (h * h) * acc
+            if adaptive != 0 and gl > 0.0:
+                guess = xi + h * vi
+                gdir = gravity / gl
+                a = wp.dot(vi - v_last[i], gdir) / h
+                a = wp.clamp(a, 0.0, gl)
+                guess = guess + (h * h * a) * gdir
+                if use_ext != 0:
+                    guess = guess + (h * h) * ext_acc[i]
+            x[i] = guess
+        else:
+            y[i] = xi
+        v_last[i] = vi
 
 
 @wp.kernel
 def pin_kernel(
+    count: int,
+    chunk: int,
     pin_indices: wp.array(dtype=wp.int32),
     start: wp.array(dtype=wp.vec3),
     end: wp.array(dtype=wp.vec3),
@@ -83,8 +92,9 @@ def pin_kernel(
     x: wp.array(dtype=wp.vec3),
 ):
     """Move pinned vertices exactly to their targets (linear in time over the frame)."""
-    k = wp.tid()
-    x[pin_indices[k]] = wp.lerp(start[k], end[k], alpha)
+    t = wp.tid()
+    for k in range(t * chunk, wp.min(t * chunk + chunk, count)):
+        x[pin_indices[k]] = wp.lerp(start[k], end[k], alpha)
 
 
 @wp.kernel
@@ -108,11 +118,18 @@ def vertex_normals_kernel(
 
 
 @wp.kernel
-def edge_angles_kernel(x: wp.array(dtype=wp.vec3), bend: wp.array(dtype=wp.vec4i), theta: wp.array(dtype=float)):
+def edge_angles_kernel(
+    count: int,
+    chunk: int,
+    x: wp.array(dtype=wp.vec3),
+    bend: wp.array(dtype=wp.vec4i),
+    theta: wp.array(dtype=float),
+):
     """Dihedral angle of every bending stencil at the step start (for bending damping)."""
-    e = wp.tid()
-    q = bend[e]
-    theta[e] = dihedral_angle(x[q[0]], x[q[1]], x[q[2]], x[q[3]])
+    t = wp.tid()
+    for e in range(t * chunk, wp.min(t * chunk + chunk, count)):
+        q = bend[e]
+        theta[e] = dihedral_angle(x[q[0]], x[q[1]], x[q[2]], x[q[3]])
 
 
 @wp.kernel
@@ -175,14 +192,15 @@ def collider_detect_kernel(
 def vertex_elastic(
     i: int, lane: int, lanes: int,
     x: wp.array(dtype=wp.vec3), x_prev: wp.array(dtype=wp.vec3), theta_prev: wp.array(dtype=float),
-    vertex_cloth: wp.array(dtype=wp.int32),
     tri: wp.array(dtype=wp.vec3i), tri_dm_inv: wp.array(dtype=wp.mat22), tri_area: wp.array(dtype=float),
-    tri_cloth: wp.array(dtype=wp.int32), v_tri_offsets: wp.array(dtype=wp.int32), v_tri: wp.array(dtype=wp.int32),
+    v_tri_offsets: wp.array(dtype=wp.int32), v_tri: wp.array(dtype=wp.int32),
     bend: wp.array(dtype=wp.vec4i), bend_k: wp.array(dtype=float), bend_rest: wp.array(dtype=float),
     v_bend_offsets: wp.array(dtype=wp.int32), v_bend: wp.array(dtype=wp.int32),
-    mat_coef: wp.array(dtype=wp.vec4), mat_damping: wp.array(dtype=float), inv_h: float, nh_block: int,
+    coef: wp.vec4, kd_h: float, nh_block: int,
 ):
-    """Membrane and bending blocks of vertex i over this lane's share of its triangles and hinges."""
+    """Membrane and bending blocks of vertex i over this lane's share of its triangles and hinges.
+
+    ``coef`` and ``kd_h`` (k_d/h) are those of i's cloth: an element never spans two cloths."""
     f = wp.vec3(0.0)
     H = wp.mat33(0.0)
     for a in range(v_tri_offsets[i] + lane, v_tri_offsets[i + 1], lanes):
@@ -190,10 +208,8 @@ def vertex_elastic(
         t = code // 3
         k = code - 3 * t
         ids = tri[t]
-        c = tri_cloth[t]
         fe, He = membrane_force_hessian(x[ids[0]], x[ids[1]], x[ids[2]], x_prev[ids[0]], x_prev[ids[1]], x_prev[ids[2]],
-                                        tri_dm_inv[t], tri_area[t], k, mat_coef[c], mat_damping[c] * inv_h,
-                                        nh_block)
+                                        tri_dm_inv[t], tri_area[t], k, coef, kd_h, nh_block)
         f += fe
         H += He
     for a in range(v_bend_offsets[i] + lane, v_bend_offsets[i + 1], lanes):
@@ -201,9 +217,8 @@ def vertex_elastic(
         e = code // 4
         k = code - 4 * e
         q = bend[e]
-        c = vertex_cloth[q[0]]
         fe, He = bending_force_hessian(x[q[0]], x[q[1]], x[q[2]], x[q[3]], theta_prev[e], k, bend_k[e], bend_rest[e],
-                                       mat_damping[c] * inv_h)
+                                       kd_h)
         f += fe
         H += He
     return f, H
@@ -416,6 +431,7 @@ def _make_vbd_solve_kernel(tiled: bool, pair_contacts: bool = True, whole_warp: 
         color_start: int,
         color_count: int,
         lanes: int,
+        chunk: int,
         # state
         x: wp.array(dtype=wp.vec3),
         x_prev: wp.array(dtype=wp.vec3),
@@ -429,7 +445,6 @@ def _make_vbd_solve_kernel(tiled: bool, pair_contacts: bool = True, whole_warp: 
         tri: wp.array(dtype=wp.vec3i),
         tri_dm_inv: wp.array(dtype=wp.mat22),
         tri_area: wp.array(dtype=float),
-        tri_cloth: wp.array(dtype=wp.int32),
         v_tri_offsets: wp.array(dtype=wp.int32),
         v_tri: wp.array(dtype=wp.int32),
         bend: wp.array(dtype=wp.vec4i),
@@ -495,73 +510,81 @@ def _make_vbd_solve_kernel(tiled: bool, pair_contacts: bool = True, whole_warp: 
         x_iter: wp.array(dtype=wp.vec3),
     ):
         tid = wp.tid()
-        slot = tid
-        lane = int(0)
-        step = int(1)  # lanes: a constant 1 lets the compiler make the untiled loops plain ones
-        if wp.static(tiled):
-            step = lanes
-            slot = tid // lanes
-            lane = tid - slot * lanes
-        valid = slot < color_count
-        i = int(0)
-        if valid:
-            i = color_vertices[color_start + slot]
-        ci = vertex_cloth[i]
-        r = mat_thickness[ci]
-        mu = mat_friction[ci]
-        inv_h = 1.0 / h
-        kd = contact_stiffness * contact_damping
-        fe = wp.vec3(0.0)
-        He = wp.mat33(0.0)
-        if valid:
-            fe, He = vertex_elastic(i, lane, step, x, x_prev, theta_prev, vertex_cloth, tri, tri_dm_inv, tri_area,
-                                    tri_cloth, v_tri_offsets, v_tri, bend, bend_k, bend_rest, v_bend_offsets, v_bend,
-                                    mat_coef, mat_damping, inv_h, nh_block)
+        # untiled: thread tid sweeps slots [tid·chunk, (tid + 1)·chunk) in order (on the CPU a thread's
+        # set-up, reading the ~90 arguments, costs ~10 ns: one thread per vertex spent it 4096 times a sweep)
+        s0 = tid
+        s1 = tid + 1
+        if wp.static(not tiled):
+            s0 = tid * chunk
+            s1 = wp.min(s0 + chunk, color_count)
+        for slot_ in range(s0, s1):
+            slot = slot_
+            lane = int(0)
+            step = int(1)  # lanes: a constant 1 lets the compiler make the untiled loops plain ones
+            if wp.static(tiled):
+                step = lanes
+                slot = tid // lanes
+                lane = tid - slot * lanes
+            valid = slot < color_count
+            i = int(0)
+            if valid:
+                i = color_vertices[color_start + slot]
+            ci = vertex_cloth[i]
+            r = mat_thickness[ci]
+            mu = mat_friction[ci]
+            inv_h = 1.0 / h
+            kd = contact_stiffness * contact_damping
+            fe = wp.vec3(0.0)
+            He = wp.mat33(0.0)
+            if valid:
+                fe, He = vertex_elastic(i, lane, step, x, x_prev, theta_prev, tri, tri_dm_inv, tri_area, v_tri_offsets,
+                                        v_tri, bend, bend_k, bend_rest, v_bend_offsets, v_bend, mat_coef[ci],
+                                        mat_damping[ci] * inv_h, nh_block)
+                if wp.static(pair_contacts):
+                    fc, Hc = vertex_pair_contacts(i, lane, step, x, x_prev, tri, v_tri_offsets, v_tri, edges,
+                                                  v_edge_offsets, v_edge, r, contact_stiffness, mu, h, friction_eps, kd,
+                                                  collider_enabled, cpts, cvel, cvn, cedges, cen, kce, ce_count, ce_edge,
+                                                  kct, ct_count, ct_vertex, self_enabled, kv, kt, ke, vt_count, vt_tri,
+                                                  tv_count, tv_vertex, ee_count, ee_edge, vertex_color, x_iter)
+                    fe = fe + fc
+                    He = He + Hc
+            if wp.static(tiled and whole_warp):
+                fe, He = warp_sum_block(fe, He)
+            elif wp.static(tiled):
+                fe, He = half_warp_sum_block(fe, He)
             if wp.static(pair_contacts):
-                fc, Hc = vertex_pair_contacts(i, lane, step, x, x_prev, tri, v_tri_offsets, v_tri, edges,
-                                              v_edge_offsets, v_edge, r, contact_stiffness, mu, h, friction_eps, kd,
-                                              collider_enabled, cpts, cvel, cvn, cedges, cen, kce, ce_count, ce_edge,
-                                              kct, ct_count, ct_vertex, self_enabled, kv, kt, ke, vt_count, vt_tri,
-                                              tv_count, tv_vertex, ee_count, ee_edge, vertex_color, x_iter)
-                fe = fe + fc
-                He = He + Hc
-        if wp.static(tiled and whole_warp):
-            fe, He = warp_sum_block(fe, He)
-        elif wp.static(tiled):
-            fe, He = half_warp_sum_block(fe, He)
-        if wp.static(pair_contacts):
-            if collider_enabled != 0:
-                # collider feature planes the step would cross (every lane needs the trial step: the
-                # butterfly above left the sums in every lane)
-                fa = wp.vec3(0.0)
-                Ha = wp.mat33(0.0)
-                if valid:
-                    fl, Hl = vertex_local(i, x, x_prev, y, normals, mass, vertex_area, spring, spring_k,
-                                          v_spring_offsets, v_spring, h, drag, wind, ground_enabled, ground_height, r,
-                                          contact_stiffness, mu, friction_eps, kd, c_point, c_normal, c_vel, c_active,
-                                          slots)
-                    Ht = Hl + He
-                    dx = wp.vec3(0.0)
-                    dx, ok = block_step(Ht, fl + fe)
-                    # a plane crossed by less than CROSS_MIN_FRACTION of the thickness is left to the next
-                    # iteration (the walk over the pairs again costs as much as the first one)
-                    if wp.length(dx) > CROSS_MIN_FRACTION * r:
-                        fa, Ha = collider_pair_crossings(i, lane, step, dx, x, x_prev, tri,
-                                                         v_tri_offsets, v_tri, edges, v_edge_offsets, v_edge, r,
-                                                         contact_stiffness, h, kd, cpts, cvel, cvn, cedges, cen, kce,
-                                                         ce_count, ce_edge, kct, ct_count, ct_vertex)
-                if wp.static(tiled and whole_warp):
-                    fa, Ha = warp_sum_block(fa, Ha)
-                elif wp.static(tiled):
-                    fa, Ha = half_warp_sum_block(fa, Ha)
-                fe = fe + fa
-                He = He + Ha
-        if valid and lane == 0:
-            fl, Hl = vertex_local(i, x, x_prev, y, normals, mass, vertex_area, spring, spring_k, v_spring_offsets,
-                                  v_spring, h, drag, wind, ground_enabled, ground_height, r, contact_stiffness, mu,
-                                  friction_eps, kd, c_point, c_normal, c_vel, c_active, slots)
-            vertex_update(i, fl + fe, Hl + He, x, x_prev, self_enabled, min_dist, bound_fraction, ground_enabled,
-                          ground_height, r, contact_stiffness, h, kd, c_point, c_normal, c_vel, c_active, slots)
+                if collider_enabled != 0:
+                    # collider feature planes the step would cross (every lane needs the trial step: the
+                    # butterfly above left the sums in every lane)
+                    fa = wp.vec3(0.0)
+                    Ha = wp.mat33(0.0)
+                    if valid:
+                        fl, Hl = vertex_local(i, x, x_prev, y, normals, mass, vertex_area, spring, spring_k,
+                                              v_spring_offsets, v_spring, h, drag, wind, ground_enabled, ground_height, r,
+                                              contact_stiffness, mu, friction_eps, kd, c_point, c_normal, c_vel, c_active,
+                                              slots)
+                        Ht = Hl + He
+                        dx = wp.vec3(0.0)
+                        dx, ok = block_step(Ht, fl + fe)
+                        # a plane crossed by less than CROSS_MIN_FRACTION of the thickness is left to the next
+                        # iteration (the walk over the pairs again costs as much as the first one)
+                        if wp.length(dx) > CROSS_MIN_FRACTION * r:
+                            fa, Ha = collider_pair_crossings(i, lane, step, dx, x, x_prev, tri,
+                                                             v_tri_offsets, v_tri, edges, v_edge_offsets, v_edge, r,
+                                                             contact_stiffness, h, kd, cpts, cvel, cvn, cedges, cen, kce,
+                                                             ce_count, ce_edge, kct, ct_count, ct_vertex)
+                    if wp.static(tiled and whole_warp):
+                        fa, Ha = warp_sum_block(fa, Ha)
+                    elif wp.static(tiled):
+                        fa, Ha = half_warp_sum_block(fa, Ha)
+                    fe = fe + fa
+                    He = He + Ha
+            if valid and lane == 0:
+                fl, Hl = vertex_local(i, x, x_prev, y, normals, mass, vertex_area, spring, spring_k, v_spring_offsets,
+                                      v_spring, h, drag, wind, ground_enabled, ground_height, r, contact_stiffness, mu,
+                                      friction_eps, kd, c_point, c_normal, c_vel, c_active, slots)
+                vertex_update(i, fl + fe, Hl + He, x, x_prev, self_enabled, min_dist, bound_fraction, ground_enabled,
+                              ground_height, r, contact_stiffness, h, kd, c_point, c_normal, c_vel, c_active, slots)
 
     if not tiled and pair_contacts:
         return wp.kernel(vbd_solve, name="vbd_solve_kernel")  # the CPU kernel, in this module
@@ -582,6 +605,8 @@ vbd_solve_elastic_kernel = _make_vbd_solve_kernel(tiled=False, pair_contacts=Fal
 
 @wp.kernel
 def chebyshev_kernel(
+    count: int,
+    chunk: int,
     omega: float,
     inv_mass: wp.array(dtype=float),
     x: wp.array(dtype=wp.vec3),
@@ -589,17 +614,20 @@ def chebyshev_kernel(
     prev2: wp.array(dtype=wp.vec3),
 ):
     """Chebyshev step after an iteration: x ← ω(x − x⁽ⁿ⁻²⁾) + x⁽ⁿ⁻²⁾; shift the history."""
-    i = wp.tid()
-    xn = x[i]
-    if inv_mass[i] > 0.0:
-        xn = omega * (xn - prev2[i]) + prev2[i]
-        x[i] = xn
-    prev2[i] = prev[i]
-    prev[i] = xn
+    t = wp.tid()
+    for i in range(t * chunk, wp.min(t * chunk + chunk, count)):
+        xn = x[i]
+        if inv_mass[i] > 0.0:
+            xn = omega * (xn - prev2[i]) + prev2[i]
+            x[i] = xn
+        prev2[i] = prev[i]
+        prev[i] = xn
 
 
 @wp.kernel
 def finish_substep_kernel(
+    count: int,
+    chunk: int,
     x: wp.array(dtype=wp.vec3),
     x_prev: wp.array(dtype=wp.vec3),
     h: float,
@@ -607,9 +635,10 @@ def finish_substep_kernel(
     bad: wp.array(dtype=wp.int32),
 ):
     """v = (x − x_t)/h; flag non-finite positions (read once per frame)."""
-    i = wp.tid()
-    xi = x[i]
-    vi = (xi - x_prev[i]) / h
-    v[i] = vi
-    if not (wp.isfinite(xi) and wp.isfinite(vi)):
-        bad[0] = 1
+    t = wp.tid()
+    for i in range(t * chunk, wp.min(t * chunk + chunk, count)):
+        xi = x[i]
+        vi = (xi - x_prev[i]) / h
+        v[i] = vi
+        if not (wp.isfinite(xi) and wp.isfinite(vi)):
+            bad[0] = 1

@@ -32,6 +32,9 @@ TILE_MAX_VERTICES = 32768
 # gain measured small: pinned grid, 1 iteration, 2 threads against 1: N = 128 (2 chunks of ~1.4k)
 # 171 vs 192 ms/frame; N = 64 with 256-vertex chunks 0.93x (slower), hence no split below 1024.
 CPU_CHUNK_MIN = 1024
+# CPU: vertices one Warp thread of the solve sweeps in order (a Warp CPU thread's set-up, reading the
+# kernel's arguments, costs ~10 ns, paid once per thread)
+CPU_SLOTS_PER_THREAD = 64
 BLOCK_DIM = 64
 # CUDA threads per vertex when the model has contact pairs (collider features or self contact):
 # K.LANES (16, a half warp) or K.WARP_LANES (32, a whole warp); on the H200 the fold case of
@@ -271,12 +274,13 @@ class SolverVBD:
                 if cheb and it == 0:
                     wp.copy(self.cheb_prev, state.x)
                 elif cheb:
-                    wp.launch(K.chebyshev_kernel, n, inputs=[omega, m.inv_mass], outputs=[state.x, self.cheb_prev, self.cheb_prev2],
-                              device=dev)
+                    self._launch(K.chebyshev_kernel, n, [omega, m.inv_mass, state.x, self.cheb_prev, self.cheb_prev2],
+                                 site=it)
             self._launch(K.finish_substep_kernel, n, [state.x, self.x_prev, h, state.v, self.bad])
 
     def _launch(self, kernel, dim, args, site=0):
-        """wp.launch of a small per-substep kernel (``args``: inputs then outputs, in the kernel's order).
+        """wp.launch of a small per-substep kernel over ``dim`` items (``args``: its arguments after count and
+        chunk, inputs then outputs, in the kernel's order).
 
         On CUDA the frame is a captured graph and this is wp.launch. On the CPU the launch is recorded
         once per call site (kernel, ``site``) and replayed while its arguments stay the same arrays and
@@ -284,12 +288,14 @@ class SolverVBD:
         cloth. One entry per site, replaced when an argument changes, so no released array stays held."""
         dev = self.model.device
         if dev.is_cuda:
-            wp.launch(kernel, dim, inputs=args, device=dev)
+            wp.launch(kernel, dim, inputs=[dim, 1, *args], device=dev)
             return
         ids = (dim, *(_arg_key(a) for a in args))
         entry = self._cpu_launches.get((kernel.key, site))
         if entry is None or entry[0] != ids:
-            entry = (ids, wp.launch(kernel, dim, inputs=args, device=dev, record_cmd=True), args)
+            c = CPU_SLOTS_PER_THREAD
+            entry = (ids, wp.launch(kernel, (dim + c - 1) // c, inputs=[dim, c, *args], device=dev, record_cmd=True),
+                     args)
             self._cpu_launches[(kernel.key, site)] = entry
         entry[1].launch()
 
@@ -319,7 +325,8 @@ class SolverVBD:
             # one entry per chunking: a changed argument replaces it, so no released array stays referenced
             bounds = [start + (count * c) // t for c in range(t + 1)]
             kern = K.vbd_solve_kernel if self._pair_contacts() else K.vbd_solve_elastic_kernel
-            launches = [wp.launch(kern, b1 - b0, inputs=[m.color_vertices, b0, b1 - b0, 1, *args],
+            launches = [wp.launch(kern, (b1 - b0 + CPU_SLOTS_PER_THREAD - 1) // CPU_SLOTS_PER_THREAD,
+                                  inputs=[m.color_vertices, b0, b1 - b0, 1, CPU_SLOTS_PER_THREAD, *args],
                                   device=m.device, record_cmd=True) for b0, b1 in zip(bounds, bounds[1:])]
             entry = (ids, launches, args)  # args: keeps the arrays (and so their ids) alive
             self._cpu_launches[(start, count, t)] = entry
@@ -344,7 +351,7 @@ class SolverVBD:
         return [
             state.x, self.x_prev, self.y, self.normals, self.theta_prev,
             m.mass, m.vertex_area, m.vertex_cloth,
-            m.tri, m.tri_dm_inv, m.tri_area, m.tri_cloth, m.v_tri_offsets, m.v_tri,
+            m.tri, m.tri_dm_inv, m.tri_area, m.v_tri_offsets, m.v_tri,
             m.bend, m.bend_k, m.bend_rest, m.v_bend_offsets, m.v_bend,
             m.spring, m.spring_k, m.v_spring_offsets, m.v_spring,
             m.mat_coef, m.mat_damping, m.mat_friction, m.mat_thickness,
@@ -369,11 +376,11 @@ class SolverVBD:
                 kern = K.vbd_solve_warp_kernel if pairs else K.vbd_solve_warp_elastic_kernel
             else:
                 kern = K.vbd_solve_half_warp_kernel if pairs else K.vbd_solve_half_warp_elastic_kernel
-            wp.launch(kern, blocks * BLOCK_DIM, inputs=[m.color_vertices, start, count, lanes, *args],
+            wp.launch(kern, blocks * BLOCK_DIM, inputs=[m.color_vertices, start, count, lanes, 1, *args],
                       block_dim=BLOCK_DIM, device=m.device)
         else:
             kern = K.vbd_solve_kernel if pairs else K.vbd_solve_elastic_kernel
-            wp.launch(kern, count, inputs=[m.color_vertices, start, count, 1, *args], device=m.device)
+            wp.launch(kern, count, inputs=[m.color_vertices, start, count, 1, 1, *args], device=m.device)
 
     # ------------------------------------------------------------------ memory
     def memory_report(self) -> dict:
