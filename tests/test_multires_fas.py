@@ -75,9 +75,9 @@ def test_fas_correction_vanishes_at_a_fine_rest_state_and_the_plain_one_does_not
     lv = _corner_levels()
     base = live_warp_array_bytes(device)
     sim = MultiResSimulator(lv, level=1, device=device, air_damping=5.0, substeps=10, iterations=10)
-    sim.step(100)
+    sim.step(200)
     v = sim.velocities()
-    assert np.abs(v).max() < 1e-3  # at rest (settling leaves float32 noise)
+    assert np.abs(v).max() < 1e-4  # at rest (settling leaves float32 noise: ~1e-6 m/s measured on the CPU)
     x = sim.positions()
     moves = {}
     for name in ("plain", "fas"):
@@ -102,7 +102,12 @@ def test_fas_correction_vanishes_at_a_fine_rest_state_and_the_plain_one_does_not
             assert np.abs(fc[free_c] - rc[free_c]).max() < 1e-6 * np.abs(corr.coarse_forces.forces(xc0)).max()
         corr.release()
     assert moves["plain"] > 1e-4, moves  # the coarse level's own rest state is measurably elsewhere
-    assert moves["fas"] < 0.01 * moves["plain"], moves
+    # "vanishes" down to float32: the fine forces evaluated in float64 at the settled float32 positions
+    # are not zero (~6e-5 N at most here, position rounding times the membrane stiffness), and the FAS
+    # correction moves the cloth by what that residual asks for. Measured on the CPU: plain 0.72 mm, FAS
+    # 2.7-5.2 um (after 100-400 settling frames, before and after the bending kernel's rounding changed
+    # in 20a8b75); 2 % of plain leaves room for other platforms' rounding and fails if τ is missing
+    assert moves["fas"] < 0.02 * moves["plain"], moves
     sim.release()
     assert live_warp_array_bytes(device) == base
 
