@@ -56,7 +56,8 @@ def main():
     scene = Scene(cs, "pinned", n, sa.size, mat)
     cores = min(8, os.cpu_count() or 1)
     mk = lambda t: ClothsimRunner(cs, scene, mat, "cpu", old["substeps"], old["initial_guess"],  # noqa: E731
-                                  old["chebyshev_rho"], old.get("membrane_hessian") or "neo-hookean", t)
+                                  old["chebyshev_rho"], old.get("membrane_hessian") or "neo-hookean", t,
+                                  old.get("chebyshev_delay", 0))
     one, many = mk(1), mk(cores)
     t0 = time.perf_counter()
     ref = trajectory(many, ref_it, frames)

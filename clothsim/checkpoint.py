@@ -32,6 +32,8 @@ def _fingerprint(sim) -> str:
                     initial_guess=sim.initial_guess, chebyshev_rho=sim.chebyshev_rho,
                     membrane_hessian=sim.membrane_hessian,
                     colliders=[c.vertex_count for c in sim.solver.colliders])
+    if sim.chebyshev_delay:   # only when set, so that checkpoints written before the option still load
+        settings["chebyshev_delay"] = sim.chebyshev_delay
     h.update(json.dumps(settings, sort_keys=True).encode())
     return h.hexdigest()
 

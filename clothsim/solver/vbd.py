@@ -244,18 +244,20 @@ class SolverVBD:
                 # re-split the BVHs once per frame, refit them in the other substeps
                 self.self_contacts.detect(self.x_prev, rebuild=(sub == 0))
             self._launch(K.edge_angles_kernel, len(m.host_bend), [self.x_prev, m.bend, self.theta_prev])
-            rho = s.chebyshev_rho
+            rho, delay = s.chebyshev_rho, s.chebyshev_delay
             omega = 1.0
-            # Chebyshev semi-iterative acceleration (Wang 2015; VBD sec. 3.7): x ← ω(x̂ − x⁽ⁿ⁻²⁾) + x⁽ⁿ⁻²⁾ after
-            # every iteration but the first (ω = 1 there: only the history x⁽⁰⁾, x⁽¹⁾ is recorded, by copies);
-            # with one iteration it has nothing to do
-            cheb = rho > 0.0 and s.iterations > 1
+            # Chebyshev semi-iterative acceleration (Wang 2015; VBD sec. 3.7): after ``delay`` plain
+            # iterations (Wang's S), x ← ω(x̂ − x⁽ⁿ⁻²⁾) + x⁽ⁿ⁻²⁾ after every iteration but the first of the
+            # accelerated run (ω = 1 there: only the history x⁽⁰⁾, x⁽¹⁾ is recorded, by copies); with fewer
+            # than delay + 2 iterations it has nothing to do
+            cheb = rho > 0.0 and s.iterations > delay + 1
             for it in range(s.iterations):
                 if self.self_contacts is not None:   # same-colour partners are read here (SelfCollision)
                     wp.copy(self.self_contacts.x_iter, state.x)
-                if cheb:
-                    omega = 1.0 if it == 0 else (2.0 / (2.0 - rho * rho) if it == 1 else 4.0 / (4.0 - rho * rho * omega))
-                    if it == 0:
+                j = it - delay                       # index within the accelerated run
+                if cheb and j >= 0:
+                    omega = 1.0 if j == 0 else (2.0 / (2.0 - rho * rho) if j == 1 else 4.0 / (4.0 - rho * rho * omega))
+                    if j == 0:
                         wp.copy(self.cheb_prev2, state.x)
                 if dev.is_cpu and cpu_args is None:
                     cpu_args = self._solve_args(state, h, slots)  # the same arrays and values all frame
@@ -271,9 +273,9 @@ class SolverVBD:
                 else:
                     for start, count in m.color_ranges:
                         self._solve_color(state, start, count, h, slots)
-                if cheb and it == 0:
+                if cheb and j == 0:
                     wp.copy(self.cheb_prev, state.x)
-                elif cheb:
+                elif cheb and j > 0:
                     self._launch(K.chebyshev_kernel, n, [omega, m.inv_mass, state.x, self.cheb_prev, self.cheb_prev2],
                                  site=it)
             self._launch(K.finish_substep_kernel, n, [state.x, self.x_prev, h, state.v, self.bad])
