@@ -38,6 +38,10 @@ def main():
     ap.add_argument("--newton-errors", required=True, help="JSON of an earlier sim_grid --compare newton run (CPU, N=64)")
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--timing-frames", type=int, default=5)
+    ap.add_argument("--chebyshev-rho", type=float, default=None,
+                    help="clothsim's Chebyshev rho (default: the earlier run's)")
+    ap.add_argument("--chebyshev-delay", type=int, default=None,
+                    help="clothsim's Chebyshev delay (default: the earlier run's)")
     ap.add_argument("--json", default="out/bench/cpu_threads_n64.json")
     a = ap.parse_args()
     old = json.load(open(a.newton_errors))
@@ -55,13 +59,20 @@ def main():
     mat = material_from(sa)
     scene = Scene(cs, "pinned", n, sa.size, mat)
     cores = min(8, os.cpu_count() or 1)
-    mk = lambda t: ClothsimRunner(cs, scene, mat, "cpu", old["substeps"], old["initial_guess"],  # noqa: E731
-                                  old["chebyshev_rho"], old.get("membrane_hessian") or "neo-hookean", t,
-                                  old.get("chebyshev_delay", 0))
+    old_cheb = (old["chebyshev_rho"], old.get("chebyshev_delay", 0))
+    cheb = (old_cheb[0] if a.chebyshev_rho is None else a.chebyshev_rho,
+            old_cheb[1] if a.chebyshev_delay is None else a.chebyshev_delay)
+    mk = lambda t, c=cheb: ClothsimRunner(cs, scene, mat, "cpu", old["substeps"], old["initial_guess"],  # noqa: E731
+                                          c[0], old.get("membrane_hessian") or "neo-hookean", t, c[1])
     one, many = mk(1), mk(cores)
     t0 = time.perf_counter()
     ref = trajectory(many, ref_it, frames)
     print(f"clothsim reference ({ref_it} it, {frames} frames): {time.perf_counter() - t0:.1f}s", file=sys.stderr)
+    ref_shift = None
+    if cheb != old_cheb:
+        # Newton's errors were measured against the earlier run's reference: how far apart the two are
+        ref_shift = rms(ref, trajectory(mk(cores, old_cheb), ref_it, frames))
+        print(f"reference with Chebyshev {cheb} vs the earlier run's {old_cheb}: RMS {ref_shift:.3e} m", file=sys.stderr)
     newton = NewtonRunner(scene, mat, "cpu", old["substeps"])
     its = [p["iterations"] for p in comp["sweep"]["clothsim"]]
     rows = []
@@ -79,6 +90,7 @@ def main():
         print(f"it={k}: 1 thread {t1:.1f} ms, {cores} threads {tm:.1f} ms, Newton {tn:.1f} ms, err {rows[-1]['err']:.3e} "
               f"(earlier {old_c['err_vs_clothsim_ref']:.3e}), identical {rows[-1]['identical']}", file=sys.stderr, flush=True)
     res = {"N": n, "frames": frames, "ref_iterations": ref_it, "cores": cores, "runs": a.runs,
+           "chebyshev_rho": cheb[0], "chebyshev_delay": cheb[1], "reference_shift_vs_earlier_run": ref_shift,
            "timing_frames": a.timing_frames, "rows": rows, "reach": []}
     for key in ("ms_1_thread", f"ms_{cores}_threads"):
         ts = [r[key] for r in rows]

@@ -52,11 +52,13 @@ class Simulator:
             The extrapolation is not held to self-contact's conservative bound (the benchmark's fold ended
             with 0 intersections with it, but nothing guarantees that), so leave it off for heavy folding.
         chebyshev_delay: plain sweeps of each substep before the acceleration starts (Wang 2015's S;
-            default 0). Starting from a far-off first iterate, a large ρ overshoots; after one plain sweep
-            ρ = 0.95 is stable: on benchmarks/sim_grid.py's 64×64 sheet (CPU, 10 frames) the error after 8,
-            16 and 32 iterations went from 1.30e-2, 9.6e-3, 6.3e-3 m (ρ = 0.8, no delay) to 1.08e-2, 6.8e-3,
-            2.9e-3 m (ρ = 0.95, delay 1), while ρ = 0.95 with no delay diverged. With delay + 1 iterations or
-            fewer the acceleration has nothing to do.
+            default 0). Started from the first, far-off iterate, a large ρ overshoots (ρ = 0.9 left a 0.16 m
+            error after 2 iterations on benchmarks/sim_grid.py's 64×64 sheet, ρ = 0.95 diverged); after one
+            plain sweep ρ up to 0.93 is stable and converges faster: H200, 10 frames, N = 128, error after
+            16/32/100 iterations 1.59e-2/1.21e-2/6.7e-3 m (ρ 0.8, delay 0) → 1.34e-2/9.9e-3/4.5e-3 m (ρ 0.93,
+            delay 1), and 4e-5 m after 300. ρ 0.95 converged faster at first but stalled near 1e-3 m at
+            300–500 iterations, and 0.97 diverged at N = 256. With delay + 1 iterations or fewer the
+            acceleration has nothing to do. benchmarks/sim_grid.py uses ρ 0.93, delay 1.
         membrane_hessian: the membrane's 3×3 block in each vertex's Newton step: "stvk" (its own Gauss–Newton
             block, the default: right for bending-dominated settling such as drapes and the cantilever) or
             "neo-hookean" (a stable Neo-Hookean tangent with the same small-strain stiffness: converges
