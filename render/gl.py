@@ -69,3 +69,16 @@ def set_uniform(prog, name: str, value) -> None:
         member.write(value)
     else:
         member.value = value
+
+
+def release_gl(owner, vaos: dict, names) -> None:
+    """Release an owner's GL objects: the vertex arrays in ``vaos`` (the dict is emptied) and the buffers
+    held in its attributes ``names`` (each set to None; None ones are skipped)."""
+    for vao in vaos.values():
+        vao.release()
+    vaos.clear()
+    for name in names:
+        buf = getattr(owner, name)
+        if buf is not None:
+            buf.release()
+            setattr(owner, name, None)

@@ -6,7 +6,7 @@ import itertools
 
 import numpy as np
 
-from .gl import upload_indices
+from .gl import release_gl, upload_indices
 from .material import MeshItem
 from .settings import _bounds, mean_edge_length, vertex_normals
 
@@ -28,14 +28,7 @@ class _GpuMesh:
         self.mean_edge: float | None = None   # [m], estimated on each CPU upload; None: unknown (device positions)
 
     def release(self) -> None:
-        for vao in self.vaos.values():
-            vao.release()
-        self.vaos.clear()
-        for name in ("vbo_pos", "vbo_nrm", "vbo_uv", "ibo"):
-            buf = getattr(self, name)
-            if buf is not None:
-                buf.release()
-                setattr(self, name, None)
+        release_gl(self, self.vaos, ("vbo_pos", "vbo_nrm", "vbo_uv", "ibo"))
 
     def nbytes(self) -> int:
         """Bytes of its GL buffers."""

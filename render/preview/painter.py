@@ -49,7 +49,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..camera import Camera
-from ..gl import mat4_bytes as _f32, set_uniform as _set, upload_indices
+from ..gl import mat4_bytes as _f32, release_gl, set_uniform as _set, upload_indices
 from ..lighting import Light, StudioRig
 from ..material import MeshItem, srgb_to_linear
 from ..settings import _bounds, _ortho, vertex_normals
@@ -112,14 +112,7 @@ class _Mesh:
         self.vaos: dict[int, object] = {}
 
     def release(self) -> None:
-        for vao in self.vaos.values():
-            vao.release()
-        self.vaos.clear()
-        for name in ("pos", "nrm", "ibo", "vis"):
-            buf = getattr(self, name)
-            if buf is not None:
-                buf.release()
-                setattr(self, name, None)
+        release_gl(self, self.vaos, ("pos", "nrm", "ibo", "vis"))
 
     def nbytes(self) -> int:
         return sum(b.size for b in (self.pos, self.nrm, self.ibo, self.vis) if b is not None)
