@@ -83,7 +83,8 @@ def main():
             sc = Scene(cs, kind, n, 1.0, mat)
             for it in (int(s) for s in a.iterations.split(",")):
                 r = ClothsimRunner(cs, sc, mat, a.device, sa.substeps, sa.initial_guess, sa.chebyshev_rho,
-                                   sa.membrane_hessian, chebyshev_delay=sa.chebyshev_delay)
+                                   sa.membrane_hessian, chebyshev_delay=sa.chebyshev_delay,
+                                   chebyshev_cap=sa.chebyshev_cap)
                 r.build(it)
                 r.reset()
                 g = graph_ms(r.step, r.sync)

@@ -160,9 +160,10 @@ class ClothsimRunner:
     def __init__(self, cs, scene: Scene, mat: BenchMaterial, device: str, substeps: int,
                  initial_guess: str = "inertia", chebyshev_rho: float = 0.93,
                  membrane_hessian: str = "neo-hookean", cpu_threads: int | None = None,
-                 chebyshev_delay: int = 1):
+                 chebyshev_delay: int = 1, chebyshev_cap: bool = False):
         self.cpu_threads = cpu_threads
         self.chebyshev_delay = chebyshev_delay
+        self.chebyshev_cap = chebyshev_cap
         self.cs, self.scene, self.mat, self.device, self.substeps = cs, scene, mat, device, substeps
         self.initial_guess = initial_guess  # moving cloth: start each substep at the inertial target
         self.chebyshev_rho = chebyshev_rho
@@ -180,7 +181,8 @@ class ClothsimRunner:
                                      iterations=iterations, ground=sc.ground, self_collision=sc.self_collision,
                                      contact_stiffness=self.mat.contact_ke, contact_margin=self.mat.contact_gap,
                                      initial_guess=self.initial_guess, chebyshev_rho=self.chebyshev_rho,
-                                     chebyshev_delay=self.chebyshev_delay, membrane_hessian=self.membrane_hessian,
+                                     chebyshev_delay=self.chebyshev_delay, chebyshev_cap=self.chebyshev_cap,
+                                     membrane_hessian=self.membrane_hessian,
                                      cpu_threads=self.cpu_threads)
         self.iterations = iterations
         self.x0 = self.sim.positions().copy()
@@ -322,6 +324,8 @@ def parse_args(argv=None):
     ap.add_argument("--chebyshev-delay", type=int, default=1,
                     help="clothsim Simulator(chebyshev_delay=...): plain iterations before the acceleration starts "
                     "(default 1)")
+    ap.add_argument("--chebyshev-cap", action="store_true",
+                    help="clothsim Simulator(chebyshev_cap=True): omega never above its limit 2/(1+sqrt(1-rho^2))")
     ap.add_argument("--membrane-hessian", choices=["neo-hookean", "stvk"], default="neo-hookean",
                     help="clothsim Simulator(membrane_hessian=...) (default neo-hookean: the cloth here swings)")
     ap.add_argument("--tile-max-vertices", type=int, default=None,
@@ -367,7 +371,7 @@ def compare_case(cs, scene, mat, a, log, runners=None):
     frames = a.compare_frames or (a.fold_frames if scene.kind == "fold" else 20)
     runners = runners or {
         "clothsim": ClothsimRunner(cs, scene, mat, a.device, a.substeps, a.initial_guess, a.chebyshev_rho, a.membrane_hessian,
-                                   a.cpu_threads, a.chebyshev_delay),
+                                   a.cpu_threads, a.chebyshev_delay, a.chebyshev_cap),
         "newton": NewtonRunner(scene, mat, a.device, a.substeps)}
     out = {"frames": frames, "ref_iterations": a.ref_iterations, "sweep": {}}
     refs = {}
@@ -466,7 +470,7 @@ def main(argv=None):
                "newton": newton_info if have_newton else None, "substeps": a.substeps, "iterations": a.iterations,
                "frame_dt": FRAME_DT, "material": mat.__dict__ | {"shear_modulus": mat.shear_modulus},
                "initial_guess": a.initial_guess, "chebyshev_rho": a.chebyshev_rho,
-               "chebyshev_delay": a.chebyshev_delay,
+               "chebyshev_delay": a.chebyshev_delay, "chebyshev_cap": a.chebyshev_cap,
                "membrane_hessian": a.membrane_hessian, "tile_max_vertices": _vbd.TILE_MAX_VERTICES,
                "block_dim": _vbd.BLOCK_DIM, "cpu_threads": a.cpu_threads, "contact_lanes": _vbd.CONTACT_LANES,
                "elastic_lanes": _vbd.ELASTIC_LANES,
@@ -477,7 +481,7 @@ def main(argv=None):
             frames = a.fold_frames if kind == "fold" else a.frames
             row = {"case": kind, "N": n, "vertices": n * n, "frames": frames}
             runners = [ClothsimRunner(cs, scene, mat, a.device, a.substeps, a.initial_guess, a.chebyshev_rho, a.membrane_hessian,
-                                      a.cpu_threads, a.chebyshev_delay)]
+                                      a.cpu_threads, a.chebyshev_delay, a.chebyshev_cap)]
             if compare:
                 runners.append(NewtonRunner(scene, mat, a.device, a.substeps))
             for r in runners:

@@ -34,6 +34,8 @@ def _fingerprint(sim) -> str:
                     colliders=[c.vertex_count for c in sim.solver.colliders])
     if sim.chebyshev_delay:   # only when set, so that checkpoints written before the option still load
         settings["chebyshev_delay"] = sim.chebyshev_delay
+    if sim.chebyshev_cap:
+        settings["chebyshev_cap"] = True
     h.update(json.dumps(settings, sort_keys=True).encode())
     return h.hexdigest()
 

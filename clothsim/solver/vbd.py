@@ -8,6 +8,7 @@ captured once as a graph and replayed.
 
 from __future__ import annotations
 
+import math
 from concurrent.futures import ThreadPoolExecutor
 
 import warp as wp
@@ -245,6 +246,8 @@ class SolverVBD:
                 self.self_contacts.detect(self.x_prev, rebuild=(sub == 0))
             self._launch(K.edge_angles_kernel, len(m.host_bend), [self.x_prev, m.bend, self.theta_prev])
             rho, delay = s.chebyshev_rho, s.chebyshev_delay
+            # chebyshev_cap: ω never above its limit ω∞ = 2/(1 + √(1 − ρ²)) (the recurrence starts above it)
+            omega_cap = 2.0 / (1.0 + math.sqrt(1.0 - rho * rho)) if s.chebyshev_cap else math.inf
             omega = 1.0
             # Chebyshev semi-iterative acceleration (Wang 2015; VBD sec. 3.7): after ``delay`` plain
             # iterations (Wang's S), x ← ω(x̂ − x⁽ⁿ⁻²⁾) + x⁽ⁿ⁻²⁾ after every iteration but the first of the
@@ -257,6 +260,7 @@ class SolverVBD:
                 j = it - delay                       # index within the accelerated run
                 if cheb and j >= 0:
                     omega = 1.0 if j == 0 else (2.0 / (2.0 - rho * rho) if j == 1 else 4.0 / (4.0 - rho * rho * omega))
+                    omega = min(omega, omega_cap)
                     if j == 0:
                         wp.copy(self.cheb_prev2, state.x)
                 if dev.is_cpu and cpu_args is None:
