@@ -13,11 +13,12 @@ import pytest
 import clothsim as cs
 
 
-def _run(device, iterations, rho, frames=4):
+def _run(device, iterations, rho, frames=4, **chebyshev):
+    """Final positions of the test sheet; ``chebyshev``: chebyshev_delay / chebyshev_cap for the Simulator."""
     cloth = cs.Cloth.grid(size=(0.5, 0.5), resolution=(16, 16), fabric="cotton", center=(0.0, 1.0, 0.0), plane="xz")
     cloth.pin(cloth.boundary("top"))
     sim = cs.Simulator(cloth, device=device, substeps=5, iterations=iterations, chebyshev_rho=rho,
-                       initial_guess="inertia")
+                       initial_guess="inertia", **chebyshev)
     sim.step(frames)
     return sim.positions().astype(np.float64)
 
@@ -41,27 +42,19 @@ def test_chebyshev_converges_faster_to_the_same_solution(device):
     assert fast < 0.75 * plain
 
 
-def _run_delay(device, iterations, rho, delay, frames=4):
-    cloth = cs.Cloth.grid(size=(0.5, 0.5), resolution=(16, 16), fabric="cotton", center=(0.0, 1.0, 0.0), plane="xz")
-    cloth.pin(cloth.boundary("top"))
-    sim = cs.Simulator(cloth, device=device, substeps=5, iterations=iterations, chebyshev_rho=rho,
-                       chebyshev_delay=delay, initial_guess="inertia")
-    sim.step(frames)
-    return sim.positions().astype(np.float64)
-
 
 def test_chebyshev_delay_runs_plain_iterations_first(device):
     # delay d (Wang 2015's S): the first d iterations of each substep are plain Gauss-Seidel sweeps, and
     # the acceleration needs two iterations of its own to act: with d + 1 iterations or fewer the run is
     # the plain one, bit for bit
-    plain = _run_delay(device, 3, 0.0, 0, frames=2)
-    assert np.array_equal(_run_delay(device, 3, 0.95, 2, frames=2), plain)
-    assert not np.array_equal(_run_delay(device, 3, 0.95, 1, frames=2), plain)
+    plain = _run(device, 3, 0.0, frames=2, chebyshev_delay=0)
+    assert np.array_equal(_run(device, 3, 0.95, frames=2, chebyshev_delay=2), plain)
+    assert not np.array_equal(_run(device, 3, 0.95, frames=2, chebyshev_delay=1), plain)
 
 
 def test_chebyshev_delay_lets_a_larger_rho_converge(device):
     ref = _run(device, 400, 0.0)
-    assert _rms(_run_delay(device, 400, 0.95, 1), ref) < 1e-3 * _rms(ref, _run(device, 400, 0.0, frames=0))
+    assert _rms(_run(device, 400, 0.95, chebyshev_delay=1), ref) < 1e-3 * _rms(ref, _run(device, 400, 0.0, frames=0))
     # a larger rho overshoots when the acceleration starts from the first, far-off iterate (on the
     # benchmark's 64 x 64 sheet rho 0.9 with no delay left an error of 0.16 m after 2 iterations, and
     # 0.95 diverged); after one plain sweep rho 0.95 is stable and converges faster. Measured on this
@@ -69,7 +62,7 @@ def test_chebyshev_delay_lets_a_larger_rho_converge(device):
     # delay 1 (0.27x); the bound leaves room for other platforms' rounding
     plain = _rms(_run(device, 12, 0.0), ref)
     early = _rms(_run(device, 12, 0.8), ref)
-    delayed = _rms(_run_delay(device, 12, 0.95, 1), ref)
+    delayed = _rms(_run(device, 12, 0.95, chebyshev_delay=1), ref)
     print(f"\n12 iterations: error {plain:.3e} m plain, {early:.3e} m rho 0.8, {delayed:.3e} m rho 0.95 delay 1")
     assert delayed < 0.5 * early
 
@@ -81,23 +74,15 @@ def test_chebyshev_delay_is_checked():
             cs.Simulator(cloth, device="cpu", chebyshev_delay=bad)
 
 
-def _run_cap(device, iterations, rho, cap, frames=4):
-    cloth = cs.Cloth.grid(size=(0.5, 0.5), resolution=(16, 16), fabric="cotton", center=(0.0, 1.0, 0.0), plane="xz")
-    cloth.pin(cloth.boundary("top"))
-    sim = cs.Simulator(cloth, device=device, substeps=5, iterations=iterations, chebyshev_rho=rho,
-                       chebyshev_cap=cap, initial_guess="inertia")
-    sim.step(frames)
-    return sim.positions().astype(np.float64)
-
 
 def test_chebyshev_cap_keeps_the_first_sweeps_from_overshooting(device):
     # the recurrence's ω starts above its limit ω∞ = 2/(1 + √(1 − ρ²)) (ρ 0.93: 1.76 at the second sweep
     # against 1.46); capped, a large ρ helps from the second sweep on, with no plain sweep first
     ref = _run(device, 400, 0.0)
-    assert _rms(_run_cap(device, 400, 0.93, True), ref) < 1e-3 * _rms(ref, _run(device, 400, 0.0, frames=0))
+    assert _rms(_run(device, 400, 0.93, chebyshev_cap=True), ref) < 1e-3 * _rms(ref, _run(device, 400, 0.0, frames=0))
     errs = {(k, name): _rms(run(), ref) for k in (2, 12) for name, run in (
         ("plain", lambda: _run(device, k, 0.0)), ("rho 0.8", lambda: _run(device, k, 0.8)),
-        ("rho 0.93", lambda: _run(device, k, 0.93)), ("rho 0.93 capped", lambda: _run_cap(device, k, 0.93, True)))}
+        ("rho 0.93", lambda: _run(device, k, 0.93)), ("rho 0.93 capped", lambda: _run(device, k, 0.93, chebyshev_cap=True)))}
     print("\n" + "\n".join(f"{k} iterations, {name}: {e:.3e} m" for (k, name), e in errs.items()))
     # measured on this scene (CPU): 2 iterations 3.80e-3 m uncapped, 3.73e-3 capped (ρ 0.8: 3.74e-3, plain
     # 3.60e-3: on this small sheet no acceleration pays at 2 sweeps); 12 iterations 4.9e-4 m capped
