@@ -87,7 +87,8 @@ class Simulator:
                  self_collision: bool = False, contact_stiffness: float = 1.0e4, contact_damping: float = 0.0,
                  contact_margin: float = 0.01,
                  friction_eps: float = 1.0e-2, initial_guess: str = "adaptive", chebyshev_rho: float = 0.0,
-                 chebyshev_delay: int = 0, chebyshev_cap: bool = False, membrane_hessian: str = "stvk", model: ClothModel | None = None, cpu_threads: int | None = None):
+                 chebyshev_delay: int = 0, chebyshev_cap: bool = False, membrane_hessian: str = "stvk",
+                 model: ClothModel | None = None, cpu_threads: int | None = None):
         if isinstance(cloths, Cloth):
             cloths = [cloths]
         cloths = list(cloths)
