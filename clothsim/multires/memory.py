@@ -160,8 +160,9 @@ def estimate_simulator_bytes(cloths, *, self_collision: bool, colliders=(), mode
     f = n - len(np.unique(pins))
     cc = len(cloths)
     if model_bytes is None:
-        model_bytes = (m * (12 + 16 + 4 + 4 + 12) + n * 16 + b * (16 + 4 + 4 + 16) + s * (8 + 4 + 8)
-                       + 4 * 4 * (n + 1) + e * (8 + 8) + 4 * f + p * (4 + 12) + cc * (16 + 4 + 4 + 4))
+        # per vertex: mass, inverse mass, area, cloth id, pin slot; per pin: its target
+        model_bytes = (m * (12 + 16 + 4 + 4 + 12) + n * 20 + b * (16 + 4 + 4 + 16) + s * (8 + 4 + 8)
+                       + 4 * 4 * (n + 1) + e * (8 + 8) + 4 * f + p * 12 + cc * (16 + 4 + 4 + 4))
     state = 3 * 12 * n + 2 * 12 * p
     k = len(colliders)
     # x_prev, y, normals, two Chebyshev history buffers (vec3 each), bad flag, θ per hinge, placeholder arguments

@@ -36,8 +36,14 @@ def predict_kernel(
     adaptive: int,
     ext_acc: wp.array(dtype=wp.vec3),
     use_ext: int,
+    pin_slot: wp.array(dtype=wp.int32),
+    pin_start: wp.array(dtype=wp.vec3),
+    pin_end: wp.array(dtype=wp.vec3),
+    alpha: float,
+    cheb_start: int,
     x_prev: wp.array(dtype=wp.vec3),
     y: wp.array(dtype=wp.vec3),
+    cheb_prev2: wp.array(dtype=wp.vec3),
 ):
     """Start a substep: remember x_t, form the inertial target y = x_t + h·v_t + h²·g, and the first guess.
 
@@ -54,6 +60,11 @@ def predict_kernel(
 
     ``ext_acc`` (read when ``use_ext`` = 1) is a per-vertex external acceleration f_i/m_i [m/s²] added
     to gravity in y and in the first guess (Simulator.set_external_forces).
+
+    A pinned vertex (inverse mass 0; ``pin_slot`` its index in the pin list) moves exactly to its
+    target, linear in time over the frame: lerp(pin_start, pin_end, ``alpha``). With ``cheb_start`` = 1
+    the first guess is also recorded as the Chebyshev history x⁽⁰⁾ (``cheb_prev2``), as a copy of x
+    after this kernel would: one launch per substep instead of three (predict, pins, history copy).
     """
     t = wp.tid()
     for i in range(t * chunk, wp.min(t * chunk + chunk, count)):
@@ -78,23 +89,12 @@ def predict_kernel(
             x[i] = guess
         else:
             y[i] = xi
+            k = pin_slot[i]
+            if k >= 0:
+                x[i] = wp.lerp(pin_start[k], pin_end[k], alpha)
+        if cheb_start != 0:
+            cheb_prev2[i] = x[i]
         v_last[i] = vi
-
-
-@wp.kernel
-def pin_kernel(
-    count: int,
-    chunk: int,
-    pin_indices: wp.array(dtype=wp.int32),
-    start: wp.array(dtype=wp.vec3),
-    end: wp.array(dtype=wp.vec3),
-    alpha: float,
-    x: wp.array(dtype=wp.vec3),
-):
-    """Move pinned vertices exactly to their targets (linear in time over the frame)."""
-    t = wp.tid()
-    for k in range(t * chunk, wp.min(t * chunk + chunk, count)):
-        x[pin_indices[k]] = wp.lerp(start[k], end[k], alpha)
 
 
 @wp.kernel
@@ -628,17 +628,29 @@ def chebyshev_kernel(
 def finish_substep_kernel(
     count: int,
     chunk: int,
+    nv: int,
     x: wp.array(dtype=wp.vec3),
     x_prev: wp.array(dtype=wp.vec3),
     h: float,
     v: wp.array(dtype=wp.vec3),
     bad: wp.array(dtype=wp.int32),
+    n_angles: int,
+    bend: wp.array(dtype=wp.vec4i),
+    theta: wp.array(dtype=float),
 ):
-    """v = (x − x_t)/h; flag non-finite positions (read once per frame)."""
+    """End a substep over ``count`` = max(nv, n_angles) items: for vertices i < nv, v = (x − x_t)/h and
+    flag non-finite positions (read once per frame); for hinges e < n_angles, the dihedral angle at
+    the next substep's start (edge_angles_kernel's work, fused here: the end positions are the next
+    start positions, and this kernel writes no position). ``n_angles`` is 0 after a frame's last substep,
+    since positions may be set between frames."""
     t = wp.tid()
     for i in range(t * chunk, wp.min(t * chunk + chunk, count)):
-        xi = x[i]
-        vi = (xi - x_prev[i]) / h
-        v[i] = vi
-        if not (wp.isfinite(xi) and wp.isfinite(vi)):
-            bad[0] = 1
+        if i < nv:
+            xi = x[i]
+            vi = (xi - x_prev[i]) / h
+            v[i] = vi
+            if not (wp.isfinite(xi) and wp.isfinite(vi)):
+                bad[0] = 1
+        if i < n_angles:
+            q = bend[i]
+            theta[i] = dihedral_angle(x[q[0]], x[q[1]], x[q[2]], x[q[3]])

@@ -217,8 +217,16 @@ class SolverVBD:
         h = s.dt / S
         gravity = wp.vec3(*s.gravity)
         slots = len(self.colliders)
-        npins = len(m.host_pin_indices)
+        nbend = len(m.host_bend)
         cpu_args = None
+        rho, delay = s.chebyshev_rho, s.chebyshev_delay
+        # chebyshev_cap: ω never above its limit ω∞ = 2/(1 + √(1 − ρ²)) (the recurrence starts above it)
+        omega_cap = 2.0 / (1.0 + math.sqrt(1.0 - rho * rho)) if s.chebyshev_cap else math.inf
+        # Chebyshev semi-iterative acceleration (Wang 2015; VBD sec. 3.7): after ``delay`` plain
+        # iterations (Wang's S), x ← ω(x̂ − x⁽ⁿ⁻²⁾) + x⁽ⁿ⁻²⁾ after every iteration but the first of the
+        # accelerated run (ω = 1 there: only the history x⁽⁰⁾, x⁽¹⁾ is recorded); with fewer than
+        # delay + 2 iterations it has nothing to do
+        cheb = rho > 0.0 and s.iterations > delay + 1
         for sub in range(S):
             alpha = float(sub + 1) / S
             for c in self.colliders:
@@ -226,11 +234,11 @@ class SolverVBD:
                     wp.launch(K.lerp_points_kernel, c.vertex_count, inputs=[c.start, c.end, alpha], outputs=[c.points],
                               device=dev)
                     c.mesh.refit()
+            # the inertial step, the pins and (Chebyshev without delay) the history x⁽⁰⁾ in one launch
             self._launch(K.predict_kernel, n, [state.x, state.v, state.v_last, m.inv_mass, gravity, h, 1.0 / (1.0 + s.air_damping * h),
                                                int(s.initial_guess == "adaptive"), self._ext_arg, int(self.ext_acc is not None),
-                                               self.x_prev, self.y])
-            if npins:
-                self._launch(K.pin_kernel, npins, [m.pin_indices, state.pin_start, state.pin_end, alpha, state.x], site=sub)
+                                               m.pin_slot, state.pin_start, state.pin_end, alpha, int(cheb and delay == 0),
+                                               self.x_prev, self.y, self.cheb_prev2], site=sub)
             if s.drag > 0.0:
                 wp.launch(K.vertex_normals_kernel, n, inputs=[self.x_prev, m.tri, m.v_tri_offsets, m.v_tri], outputs=[self.normals], device=dev)
             for k, c in enumerate(self.colliders):
@@ -244,16 +252,9 @@ class SolverVBD:
             if self.self_contacts is not None:
                 # re-split the BVHs once per frame, refit them in the other substeps
                 self.self_contacts.detect(self.x_prev, rebuild=(sub == 0))
-            self._launch(K.edge_angles_kernel, len(m.host_bend), [self.x_prev, m.bend, self.theta_prev])
-            rho, delay = s.chebyshev_rho, s.chebyshev_delay
-            # chebyshev_cap: ω never above its limit ω∞ = 2/(1 + √(1 − ρ²)) (the recurrence starts above it)
-            omega_cap = 2.0 / (1.0 + math.sqrt(1.0 - rho * rho)) if s.chebyshev_cap else math.inf
+            if sub == 0:  # later substeps get the angles from the previous one's finish_substep_kernel
+                self._launch(K.edge_angles_kernel, nbend, [self.x_prev, m.bend, self.theta_prev])
             omega = 1.0
-            # Chebyshev semi-iterative acceleration (Wang 2015; VBD sec. 3.7): after ``delay`` plain
-            # iterations (Wang's S), x ← ω(x̂ − x⁽ⁿ⁻²⁾) + x⁽ⁿ⁻²⁾ after every iteration but the first of the
-            # accelerated run (ω = 1 there: only the history x⁽⁰⁾, x⁽¹⁾ is recorded, by copies); with fewer
-            # than delay + 2 iterations it has nothing to do
-            cheb = rho > 0.0 and s.iterations > delay + 1
             for it in range(s.iterations):
                 if self.self_contacts is not None:   # same-colour partners are read here (SelfCollision)
                     wp.copy(self.self_contacts.x_iter, state.x)
@@ -261,7 +262,7 @@ class SolverVBD:
                 if cheb and j >= 0:
                     omega = 1.0 if j == 0 else (2.0 / (2.0 - rho * rho) if j == 1 else 4.0 / (4.0 - rho * rho * omega))
                     omega = min(omega, omega_cap)
-                    if j == 0:
+                    if j == 0 and delay > 0:  # with no delay, predict_kernel recorded x⁽⁰⁾
                         wp.copy(self.cheb_prev2, state.x)
                 if dev.is_cpu and cpu_args is None:
                     cpu_args = self._solve_args(state, h, slots)  # the same arrays and values all frame
@@ -282,7 +283,9 @@ class SolverVBD:
                 elif cheb and j > 0:
                     self._launch(K.chebyshev_kernel, n, [omega, m.inv_mass, state.x, self.cheb_prev, self.cheb_prev2],
                                  site=it)
-            self._launch(K.finish_substep_kernel, n, [state.x, self.x_prev, h, state.v, self.bad])
+            angles = nbend if sub + 1 < S else 0  # the next substep's start angles, within this frame
+            self._launch(K.finish_substep_kernel, max(n, angles), [n, state.x, self.x_prev, h, state.v, self.bad, angles, m.bend,
+                                                                   self.theta_prev], site=int(angles > 0))
 
     def _launch(self, kernel, dim, args, site=0):
         """wp.launch of a small per-substep kernel over ``dim`` items (``args``: its arguments after count and

@@ -1,0 +1,118 @@
+"""Before/after frame time of two clothsim source trees, side by side in one run.
+
+A speed change is measured against the code it replaces on the same machine in the same run:
+``--a`` and ``--b`` are project roots (e.g. a ``git worktree`` of the old commit and this checkout).
+Each round runs one worker process per tree, alternating A, B, A, B, ... so that drifts of the
+machine hit both; a worker times sim_grid's pinned cloth (``Scene("pinned", N)``, the benchmark's
+solver settings) for each size and iteration count: median of ``--runs`` runs of ``--frames`` frames
+after a warm-up frame. The table gives the median over rounds for each tree and the ratio B/A.
+
+    python benchmarks/ab_frame.py --a /tmp/base --b . --device cuda:0 --sizes 128,256 \\
+        --iterations 1,2,4,10 --chebyshev-cap --chebyshev-delay 0 --json out/bench/ab_frame.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def worker(a) -> None:
+    """Time the cases with the clothsim found at ``a.root`` and print one JSON line."""
+    sys.path.insert(0, os.path.abspath(a.root))
+    sys.path.insert(0, HERE)
+    import warp as wp
+
+    wp.config.quiet = True
+    import clothsim as cs
+    from sim_grid import ClothsimRunner, Scene, material_from, parse_args, timing
+
+    assert os.path.dirname(os.path.abspath(cs.__file__)) == os.path.join(os.path.abspath(a.root), "clothsim"), cs.__file__
+    sa = parse_args(["--device", a.device, "--chebyshev-rho", str(a.chebyshev_rho),
+                     "--chebyshev-delay", str(a.chebyshev_delay)] + (["--chebyshev-cap"] if a.chebyshev_cap else []))
+    mat = material_from(sa)
+    out = {}
+    for n in a.sizes:
+        sc = Scene(cs, "pinned", n, 1.0, mat)
+        r = ClothsimRunner(cs, sc, mat, a.device, sa.substeps, sa.initial_guess, sa.chebyshev_rho,
+                           sa.membrane_hessian, None, sa.chebyshev_delay, sa.chebyshev_cap)
+        for it in a.iterations:
+            out[f"{n}/{it}"] = timing(r, it, a.frames, a.runs)["ms_median"]
+        r.sim.release()
+    print("AB_RESULT " + json.dumps(out), flush=True)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--a", help="project root of the 'before' tree")
+    ap.add_argument("--b", help="project root of the 'after' tree")
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--sizes", default="64", help="comma list of N")
+    ap.add_argument("--iterations", default="1,2,4,10", help="comma list of iterations per substep")
+    ap.add_argument("--frames", type=int, default=20, help="frames per timed run")
+    ap.add_argument("--runs", type=int, default=5, help="timed runs per case in a worker (median)")
+    ap.add_argument("--rounds", type=int, default=3, help="A/B worker pairs (median over rounds)")
+    ap.add_argument("--chebyshev-rho", type=float, default=0.93)
+    ap.add_argument("--chebyshev-delay", type=int, default=1)
+    ap.add_argument("--chebyshev-cap", action="store_true")
+    ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--root", help=argparse.SUPPRESS)
+    ap.add_argument("--json", default="out/bench/ab_frame.json")
+    a = ap.parse_args(argv)
+    a.sizes = [int(s) for s in str(a.sizes).split(",") if s]
+    a.iterations = [int(s) for s in str(a.iterations).split(",") if s]
+    if a.worker:
+        worker(a)
+        return 0
+    for tag in ("a", "b"):
+        root = getattr(a, tag)
+        if root is None:
+            ap.error(f"--{tag} is required (a project root)")
+        if not os.path.isfile(os.path.join(root, "clothsim", "__init__.py")):
+            ap.error(f"--{tag} {root!r}: no clothsim/__init__.py there (expected a project root)")
+    common = ["--device", a.device, "--sizes", ",".join(map(str, a.sizes)),
+              "--iterations", ",".join(map(str, a.iterations)), "--frames", str(a.frames), "--runs", str(a.runs),
+              "--chebyshev-rho", str(a.chebyshev_rho), "--chebyshev-delay", str(a.chebyshev_delay)]
+    common += ["--chebyshev-cap"] if a.chebyshev_cap else []
+    rounds = {"a": [], "b": []}
+    for k in range(a.rounds):
+        for tag in ("a", "b"):
+            cmd = [sys.executable, os.path.abspath(__file__), "--worker", "--root", getattr(a, tag), *common]
+            p = subprocess.run(cmd, capture_output=True, text=True)
+            line = next((s for s in p.stdout.splitlines() if s.startswith("AB_RESULT ")), None)
+            if p.returncode != 0 or line is None:
+                sys.stderr.write(p.stdout[-3000:] + p.stderr[-3000:])
+                raise SystemExit(f"worker for --{tag} {getattr(a, tag)} failed (exit {p.returncode})")
+            rounds[tag].append(json.loads(line[len("AB_RESULT "):]))
+            print(f"round {k + 1} {tag}: " + ", ".join(f"{c} {v:.2f}" for c, v in rounds[tag][-1].items()),
+                  file=sys.stderr, flush=True)
+    rows = []
+    for case in rounds["a"][0]:
+        ma = statistics.median(r[case] for r in rounds["a"])
+        mb = statistics.median(r[case] for r in rounds["b"])
+        n, it = case.split("/")
+        rows.append({"N": int(n), "iterations": int(it), "a_ms": ma, "b_ms": mb, "ratio_b_over_a": mb / ma,
+                     "a_rounds_ms": [r[case] for r in rounds["a"]], "b_rounds_ms": [r[case] for r in rounds["b"]]})
+    res = {"a": os.path.abspath(a.a), "b": os.path.abspath(a.b), "device": a.device, "frames": a.frames,
+           "runs": a.runs, "rounds": a.rounds, "chebyshev_rho": a.chebyshev_rho,
+           "chebyshev_delay": a.chebyshev_delay, "chebyshev_cap": a.chebyshev_cap, "rows": rows}
+    os.makedirs(os.path.dirname(a.json) or ".", exist_ok=True)
+    tmp = a.json + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(res, f, indent=1)
+    os.replace(tmp, a.json)
+    print(f"\n| N | iterations | A ms/frame | B ms/frame | B/A |\n|---:|---:|---:|---:|---:|")
+    for r in rows:
+        print(f"| {r['N']} | {r['iterations']} | {r['a_ms']:.3f} | {r['b_ms']:.3f} | {r['ratio_b_over_a']:.3f} |")
+    print(f"\nJSON: {a.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
