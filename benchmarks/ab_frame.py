@@ -8,7 +8,7 @@ solver settings) for each size and iteration count: median of ``--runs`` runs of
 after a warm-up frame. The table gives the median over rounds for each tree and the ratio B/A.
 
     python benchmarks/ab_frame.py --a /tmp/base --b . --device cuda:0 --sizes 128,256 \\
-        --iterations 1,2,4,10 --chebyshev-cap --chebyshev-delay 0 --json out/bench/ab_frame.json
+        --iterations 1,2,4,10 --chebyshev-delay 0 --json out/bench/ab_frame.json
 """
 
 from __future__ import annotations
@@ -35,7 +35,8 @@ def worker(a) -> None:
 
     assert os.path.dirname(os.path.abspath(cs.__file__)) == os.path.join(os.path.abspath(a.root), "clothsim"), cs.__file__
     sa = parse_args(["--device", a.device, "--chebyshev-rho", str(a.chebyshev_rho),
-                     "--chebyshev-delay", str(a.chebyshev_delay)] + (["--chebyshev-cap"] if a.chebyshev_cap else []))
+                     "--chebyshev-delay", str(a.chebyshev_delay), "--initial-guess", a.initial_guess]
+                    + (["--chebyshev-cap"] if a.chebyshev_cap else ["--no-chebyshev-cap"]))
     mat = material_from(sa)
     out = {}
     for n in a.sizes:
@@ -60,7 +61,8 @@ def main(argv=None) -> int:
     ap.add_argument("--rounds", type=int, default=3, help="A/B worker pairs (median over rounds)")
     ap.add_argument("--chebyshev-rho", type=float, default=0.93)
     ap.add_argument("--chebyshev-delay", type=int, default=1)
-    ap.add_argument("--chebyshev-cap", action="store_true")
+    ap.add_argument("--chebyshev-cap", action=argparse.BooleanOptionalAction, default=True)
+    ap.add_argument("--initial-guess", default="extrapolate", choices=["inertia", "adaptive", "extrapolate"])
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--root", help=argparse.SUPPRESS)
     ap.add_argument("--json", default="out/bench/ab_frame.json")
@@ -79,7 +81,7 @@ def main(argv=None) -> int:
     common = ["--device", a.device, "--sizes", ",".join(map(str, a.sizes)),
               "--iterations", ",".join(map(str, a.iterations)), "--frames", str(a.frames), "--runs", str(a.runs),
               "--chebyshev-rho", str(a.chebyshev_rho), "--chebyshev-delay", str(a.chebyshev_delay)]
-    common += ["--chebyshev-cap"] if a.chebyshev_cap else []
+    common += ["--chebyshev-cap" if a.chebyshev_cap else "--no-chebyshev-cap", "--initial-guess", a.initial_guess]
     rounds = {"a": [], "b": []}
     for k in range(a.rounds):
         for tag in ("a", "b"):
@@ -101,7 +103,8 @@ def main(argv=None) -> int:
                      "a_rounds_ms": [r[case] for r in rounds["a"]], "b_rounds_ms": [r[case] for r in rounds["b"]]})
     res = {"a": os.path.abspath(a.a), "b": os.path.abspath(a.b), "device": a.device, "frames": a.frames,
            "runs": a.runs, "rounds": a.rounds, "chebyshev_rho": a.chebyshev_rho,
-           "chebyshev_delay": a.chebyshev_delay, "chebyshev_cap": a.chebyshev_cap, "rows": rows}
+           "chebyshev_delay": a.chebyshev_delay, "chebyshev_cap": a.chebyshev_cap,
+           "initial_guess": a.initial_guess, "rows": rows}
     os.makedirs(os.path.dirname(a.json) or ".", exist_ok=True)
     tmp = a.json + ".tmp"
     with open(tmp, "w") as f:

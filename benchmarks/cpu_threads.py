@@ -43,6 +43,8 @@ def main():
     ap.add_argument("--chebyshev-delay", type=int, default=None,
                     help="clothsim's Chebyshev delay (default: the earlier run's)")
     ap.add_argument("--chebyshev-cap", action="store_true", help="clothsim's Chebyshev omega capped at its limit")
+    ap.add_argument("--initial-guess", choices=["inertia", "adaptive", "extrapolate"], default=None,
+                    help="clothsim's initial guess (default: the earlier run's)")
     ap.add_argument("--json", default="out/bench/cpu_threads_n64.json")
     a = ap.parse_args()
     old = json.load(open(a.newton_errors))
@@ -64,17 +66,19 @@ def main():
     cheb = (old_cheb[0] if a.chebyshev_rho is None else a.chebyshev_rho,
             old_cheb[1] if a.chebyshev_delay is None else a.chebyshev_delay,
             a.chebyshev_cap or old_cheb[2])
-    mk = lambda t, c=cheb: ClothsimRunner(cs, scene, mat, "cpu", old["substeps"], old["initial_guess"],  # noqa: E731
-                                          c[0], old.get("membrane_hessian") or "neo-hookean", t, c[1], c[2])
+    guess = a.initial_guess or old["initial_guess"]
+    mk = lambda t, c=cheb, g=guess: ClothsimRunner(cs, scene, mat, "cpu", old["substeps"], g,  # noqa: E731
+                                                   c[0], old.get("membrane_hessian") or "neo-hookean", t, c[1], c[2])
     one, many = mk(1), mk(cores)
     t0 = time.perf_counter()
     ref = trajectory(many, ref_it, frames)
     print(f"clothsim reference ({ref_it} it, {frames} frames): {time.perf_counter() - t0:.1f}s", file=sys.stderr)
     ref_shift = None
-    if cheb != old_cheb:
+    if (cheb, guess) != (old_cheb, old["initial_guess"]):
         # Newton's errors were measured against the earlier run's reference: how far apart the two are
-        ref_shift = rms(ref, trajectory(mk(cores, old_cheb), ref_it, frames))
-        print(f"reference with Chebyshev {cheb} vs the earlier run's {old_cheb}: RMS {ref_shift:.3e} m", file=sys.stderr)
+        ref_shift = rms(ref, trajectory(mk(cores, old_cheb, old["initial_guess"]), ref_it, frames))
+        print(f"reference with Chebyshev {cheb}, guess {guess} vs the earlier run's {old_cheb}, {old['initial_guess']}: "
+              f"RMS {ref_shift:.3e} m", file=sys.stderr)
     newton = NewtonRunner(scene, mat, "cpu", old["substeps"])
     its = [p["iterations"] for p in comp["sweep"]["clothsim"]]
     rows = []
@@ -92,7 +96,8 @@ def main():
         print(f"it={k}: 1 thread {t1:.1f} ms, {cores} threads {tm:.1f} ms, Newton {tn:.1f} ms, err {rows[-1]['err']:.3e} "
               f"(earlier {old_c['err_vs_clothsim_ref']:.3e}), identical {rows[-1]['identical']}", file=sys.stderr, flush=True)
     res = {"N": n, "frames": frames, "ref_iterations": ref_it, "cores": cores, "runs": a.runs,
-           "chebyshev_rho": cheb[0], "chebyshev_delay": cheb[1], "chebyshev_cap": cheb[2], "reference_shift_vs_earlier_run": ref_shift,
+           "chebyshev_rho": cheb[0], "chebyshev_delay": cheb[1], "chebyshev_cap": cheb[2], "initial_guess": guess,
+           "reference_shift_vs_earlier_run": ref_shift,
            "timing_frames": a.timing_frames, "rows": rows, "reach": []}
     for key in ("ms_1_thread", f"ms_{cores}_threads"):
         ts = [r[key] for r in rows]

@@ -315,17 +315,19 @@ def parse_args(argv=None):
                     "recommended 0.5-1x its interaction distance)")
     ap.add_argument("--bend-calibration", type=float, default=None,
                     help="c in k_e = c B 3|e|^2/(A1+A2) (default: clothsim.model.BENDING_C)")
-    ap.add_argument("--initial-guess", choices=["inertia", "adaptive"], default="inertia",
+    ap.add_argument("--initial-guess", choices=["inertia", "adaptive", "extrapolate"], default="extrapolate",
                     help="clothsim Simulator(initial_guess=...): where each substep's iterations start "
-                    "(default inertia: the cloth here is in motion; Newton starts there too)")
+                    "(default extrapolate: the cloth here is in motion; sessions before 12 used inertia, "
+                    "where Newton starts)")
     ap.add_argument("--chebyshev-rho", type=float, default=0.93,
                     help="clothsim Simulator(chebyshev_rho=...): Chebyshev acceleration of the iterations "
                     "(default 0.93; 0 = off; sessions before 11 used 0.8 with no delay)")
     ap.add_argument("--chebyshev-delay", type=int, default=1,
                     help="clothsim Simulator(chebyshev_delay=...): plain iterations before the acceleration starts "
                     "(default 1)")
-    ap.add_argument("--chebyshev-cap", action="store_true",
-                    help="clothsim Simulator(chebyshev_cap=True): omega never above its limit 2/(1+sqrt(1-rho^2))")
+    ap.add_argument("--chebyshev-cap", action=argparse.BooleanOptionalAction, default=True,
+                    help="clothsim Simulator(chebyshev_cap=...): omega never above its limit 2/(1+sqrt(1-rho^2)) "
+                    "(default on since session 12)")
     ap.add_argument("--membrane-hessian", choices=["neo-hookean", "stvk"], default="neo-hookean",
                     help="clothsim Simulator(membrane_hessian=...) (default neo-hookean: the cloth here swings)")
     ap.add_argument("--tile-max-vertices", type=int, default=None,

@@ -33,7 +33,8 @@ def predict_kernel(
     gravity: wp.vec3,
     h: float,
     keep: float,
-    adaptive: int,
+    guess_mode: int,
+    max_acc: float,
     ext_acc: wp.array(dtype=wp.vec3),
     use_ext: int,
     pin_slot: wp.array(dtype=wp.int32),
@@ -50,13 +51,18 @@ def predict_kernel(
     Air damping c [1/s] (a force −c·m·v, taken implicitly) scales the velocity first: v_t ← v_t/(1 + c·h),
     passed as ``keep`` = 1/(1 + c·h) (1 without air damping).
 
-    The first guess is VBD's adaptive initialisation (``adaptive`` = 1; He Chen et al. 2024, sec. 3.6):
-    x_t + h·v_t + h²·ã with ã the part of gravity the vertex actually followed last substep (its
-    acceleration projected on ĝ, clamped to [0, |g|]), or y itself (``adaptive`` = 0). Adaptive suits
-    cloth at rest: from y, a hanging strip (tests/test_hanging_strip.py, damping 0.02 s, 10 iterations)
-    came to rest 13 % over-extended, the h²·g the iterations did not remove each substep. For moving
-    cloth y is better: on the swinging 32×32 sheet of benchmarks/sim_grid.py the error after one
-    iteration per substep was 1.7e-2 m from y against 6.8e-2 m adaptive. The minimiser is unchanged.
+    The first guess (``guess_mode``) is y itself (0, "inertia"); VBD's adaptive initialisation (1; He
+    Chen et al. 2024, sec. 3.6): x_t + h·v_t + h²·ã with ã the part of gravity the vertex actually
+    followed last substep (its acceleration projected on ĝ, clamped to [0, |g|]); or (2, "extrapolate")
+    x_t + h·v_t + h²·a with a = (v_t − v_{t−1})/h the vertex's whole acceleration over the last substep,
+    its length clamped to ``max_acc`` (a second-order predictor: its distance from the substep's solution
+    is O(h³·da/dt) where y's is O(h²·|a − g|)). Adaptive suits cloth at rest: from y, a hanging strip
+    (tests/test_hanging_strip.py, damping 0.02 s, 10 iterations) came to rest 13 % over-extended, the
+    h²·g the iterations did not remove each substep. For moving cloth y is better than adaptive (on the
+    swinging 32×32 sheet of benchmarks/sim_grid.py the error after one iteration per substep was
+    1.7e-2 m from y against 6.8e-2 m adaptive), and the extrapolation better still (Simulator docstring).
+    Unclamped, the extrapolation fed the unconverged iterates' noise back and the 1-iteration run
+    diverged. The minimiser is unchanged.
 
     ``ext_acc`` (read when ``use_ext`` = 1) is a per-vertex external acceleration f_i/m_i [m/s²] added
     to gravity in y and in the first guess (Simulator.set_external_forces).
@@ -78,7 +84,13 @@ def predict_kernel(
             y[i] = xi + h * vi + (h * h) * acc
             gl = wp.length(gravity)
             guess = xi + h * vi + (h * h) * acc
-            if adaptive != 0 and gl > 0.0:
+            if guess_mode == 2:
+                ae = (vi - v_last[i]) / h  # external forces included: they acted last substep too
+                la = wp.length(ae)
+                if la > max_acc:
+                    ae = ae * (max_acc / la)
+                guess = xi + h * vi + (h * h) * ae
+            elif guess_mode == 1 and gl > 0.0:
                 guess = xi + h * vi
                 gdir = gravity / gl
                 a = wp.dot(vi - v_last[i], gdir) / h
