@@ -63,7 +63,9 @@ class Simulator:
             16/32/100 iterations 1.59e-2/1.21e-2/6.7e-3 m (ρ 0.8, delay 0) → 1.34e-2/9.9e-3/4.5e-3 m (ρ 0.93,
             delay 1), and 4e-5 m after 300. ρ 0.95 converged faster at first but stalled near 1e-3 m at
             300–500 iterations, and 0.97 diverged at N = 256. With delay + 1 iterations or fewer the
-            acceleration has nothing to do. benchmarks/sim_grid.py uses ρ 0.93, delay 1.
+            acceleration has nothing to do. benchmarks/sim_grid.py uses ρ 0.93, delay 1, capped (session 12;
+            with the extrapolated first guess, the delay kept 2–4 iterations from overshooting: 32×32 sheet,
+            CPU, error after 2 iterations 4.5e-2 m capped without delay, 1.8e-3 m with it).
         chebyshev_cap: keep ω at or below its limit ω∞ = 2/(1 + √(1 − ρ²)) (default False). Wang's
             recurrence starts above it (ρ 0.93: ω = 1.76 at the second sweep, limit 1.46), which is what
             overshoots from a far-off iterate; capped, the acceleration is a constant ω∞ from the second
