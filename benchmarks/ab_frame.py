@@ -105,12 +105,11 @@ def main(argv=None) -> int:
            "runs": a.runs, "rounds": a.rounds, "chebyshev_rho": a.chebyshev_rho,
            "chebyshev_delay": a.chebyshev_delay, "chebyshev_cap": a.chebyshev_cap,
            "initial_guess": a.initial_guess, "rows": rows}
-    os.makedirs(os.path.dirname(a.json) or ".", exist_ok=True)
-    tmp = a.json + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(res, f, indent=1)
-    os.replace(tmp, a.json)
-    print(f"\n| N | iterations | A ms/frame | B ms/frame | B/A |\n|---:|---:|---:|---:|---:|")
+    sys.path.insert(0, HERE)
+    from sim_grid import save_json
+
+    save_json(a.json, res)
+    print("\n| N | iterations | A ms/frame | B ms/frame | B/A |\n|---:|---:|---:|---:|---:|")
     for r in rows:
         print(f"| {r['N']} | {r['iterations']} | {r['a_ms']:.3f} | {r['b_ms']:.3f} | {r['ratio_b_over_a']:.3f} |")
     print(f"\nJSON: {a.json}")

@@ -29,7 +29,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from sim_grid import (  # noqa: E402
-    ClothsimRunner, NewtonRunner, Scene, material_from, parse_args, rms, time_to_reach, timing, trajectory,
+    ClothsimRunner, NewtonRunner, Scene, material_from, parse_args, rms, save_json, time_to_reach, timing, trajectory,
 )
 
 
@@ -106,10 +106,7 @@ def main():
             t, note = time_to_reach(r["newton_err_earlier_run"], ts, es)
             res["reach"].append({"clothsim": key, "newton_iterations": r["iterations"], "ratio": t / r["newton_ms"] if t else None,
                                  "note": note})
-    tmp = a.json + ".tmp"
-    os.makedirs(os.path.dirname(a.json) or ".", exist_ok=True)
-    json.dump(res, open(tmp, "w"), indent=1)
-    os.replace(tmp, a.json)
+    save_json(a.json, res)
     print(f"\n## CPU, N = {n}, {old['substeps']} substeps, median of {a.runs} runs of {a.timing_frames} frames\n")
     print(f"| iterations | clothsim 1 thread ms | clothsim {cores} threads ms | speed-up | Newton ms | clothsim err | "
           f"Newton err (earlier run) | ratio 1 thread | ratio {cores} threads |")

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import collections
-import json
 import os
 import sys
 import time
@@ -22,7 +21,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from newton_side import NewtonCloth  # noqa: E402
-from sim_grid import ClothsimRunner, Scene, material_from, parse_args  # noqa: E402
+from sim_grid import ClothsimRunner, Scene, material_from, parse_args, save_json  # noqa: E402
 
 
 def profile(wp, fn, frames=3):
@@ -106,11 +105,7 @@ def main():
                 show(f"{kind} N={n} it={it} newton", g, p)
                 res[f"newton/{kind}/{n}/{it}"] = {"graph_ms": g, "graph_captured": nc.graph is not None,
                                                   "capture_error": getattr(nc, "capture_error", None), "kernels": p}
-    os.makedirs(os.path.dirname(a.json) or ".", exist_ok=True)
-    tmp = a.json + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(res, f, indent=1)
-    os.replace(tmp, a.json)
+    save_json(a.json, res)
     print(f"JSON: {a.json}")
 
 

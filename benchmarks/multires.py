@@ -41,7 +41,6 @@ correction modes: without, plain (:class:`clothsim.multires.CoarseCorrection`), 
 from __future__ import annotations
 
 import argparse
-import json
 import platform
 import sys
 import time

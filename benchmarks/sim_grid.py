@@ -41,7 +41,6 @@ Examples::
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import platform
@@ -249,6 +248,14 @@ def trajectory(runner, iterations: int, frames: int):
 def timing(runner, iterations: int, frames: int, runs: int):
     runner.build(iterations)
     return time_frames(runner.step, runner.sync, frames, runs=runs, reset_fn=runner.reset)
+
+
+def save_json(path, data) -> None:
+    """Write a benchmark's results, atomically (clothsim.io.write_json), creating the folder."""
+    from clothsim.io import write_json
+
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    write_json(path, data)
 
 
 def rms(a, b):
@@ -516,10 +523,7 @@ def main(argv=None):
                 results["comparisons"].append(res)
 
     out = Path(a.json)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_suffix(out.suffix + ".tmp")
-    tmp.write_text(json.dumps(results, indent=2, default=float))
-    os.replace(tmp, out)
+    save_json(out, results)
 
     pr = print
     pr(f"\n## sim_grid: {results['device']}, {a.substeps} substeps x {a.iterations} iterations, 60 Hz frames, "
