@@ -49,7 +49,10 @@ class Simulator:
             benchmarks/sim_grid.py (CPU, 10 frames, ρ 0.93 after one plain sweep, capped) the error after
             1/2/4/8 iterations per substep was 2.0e-2/1.6e-2/1.0e-2/5.1e-3 m from the inertial target and
             5.1e-3/1.8e-3/2.1e-4/3.0e-5 m extrapolated (2 g was the best clamp of 1, 2 and 4 g at one
-            iteration; unclamped, one iteration diverged). The converged solution is the same.
+            iteration; unclamped, one iteration diverged). The converged solution is the same. Not for
+            drapes: settling on a body, the contacts' accelerations feed back into the guess; the 20 mm
+            straight skirt (benchmarks/drape.py, CPU) never settled with it (residual 0.29 after 300 frames,
+            fine-only and coarse-to-fine) where it settles in 70 frames adaptive.
         chebyshev_rho: Chebyshev semi-iterative acceleration of the iterations (Wang 2015, as in VBD's
             sec. 3.7) with spectral radius estimate ρ; 0 = off (the default). On the swinging 32×32 sheet of
             benchmarks/sim_grid.py (neo-hookean block, damping 2 ms) ρ = 0.8 cut the error after 16
