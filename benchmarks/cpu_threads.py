@@ -66,7 +66,9 @@ def main():
     cheb = (old_cheb[0] if a.chebyshev_rho is None else a.chebyshev_rho,
             old_cheb[1] if a.chebyshev_delay is None else a.chebyshev_delay,
             a.chebyshev_cap or old_cheb[2])
-    guess = a.initial_guess or old["initial_guess"]
+    old_guess = old["initial_guess"]  # one name, or per scene kind (sim_grid since session 12)
+    old_guess = old_guess["pinned"] if isinstance(old_guess, dict) else old_guess
+    guess = a.initial_guess or old_guess
     mk = lambda t, c=cheb, g=guess: ClothsimRunner(cs, scene, mat, "cpu", old["substeps"], g,  # noqa: E731
                                                    c[0], old.get("membrane_hessian") or "neo-hookean", t, c[1], c[2])
     one, many = mk(1), mk(cores)
@@ -74,10 +76,10 @@ def main():
     ref = trajectory(many, ref_it, frames)
     print(f"clothsim reference ({ref_it} it, {frames} frames): {time.perf_counter() - t0:.1f}s", file=sys.stderr)
     ref_shift = None
-    if (cheb, guess) != (old_cheb, old["initial_guess"]):
+    if (cheb, guess) != (old_cheb, old_guess):
         # Newton's errors were measured against the earlier run's reference: how far apart the two are
-        ref_shift = rms(ref, trajectory(mk(cores, old_cheb, old["initial_guess"]), ref_it, frames))
-        print(f"reference with Chebyshev {cheb}, guess {guess} vs the earlier run's {old_cheb}, {old['initial_guess']}: "
+        ref_shift = rms(ref, trajectory(mk(cores, old_cheb, old_guess), ref_it, frames))
+        print(f"reference with Chebyshev {cheb}, guess {guess} vs the earlier run's {old_cheb}, {old_guess}: "
               f"RMS {ref_shift:.3e} m", file=sys.stderr)
     newton = NewtonRunner(scene, mat, "cpu", old["substeps"])
     its = [p["iterations"] for p in comp["sweep"]["clothsim"]]

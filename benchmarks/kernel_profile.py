@@ -21,7 +21,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from newton_side import NewtonCloth  # noqa: E402
-from sim_grid import ClothsimRunner, Scene, material_from, parse_args, save_json  # noqa: E402
+from sim_grid import ClothsimRunner, Scene, initial_guess_for, material_from, parse_args, save_json  # noqa: E402
 
 
 def profile(wp, fn, frames=3):
@@ -81,7 +81,7 @@ def main():
         for n in (int(s) for s in a.sizes.split(",")):
             sc = Scene(cs, kind, n, 1.0, mat)
             for it in (int(s) for s in a.iterations.split(",")):
-                r = ClothsimRunner(cs, sc, mat, a.device, sa.substeps, sa.initial_guess, sa.chebyshev_rho,
+                r = ClothsimRunner(cs, sc, mat, a.device, sa.substeps, initial_guess_for(sa, kind), sa.chebyshev_rho,
                                    sa.membrane_hessian, chebyshev_delay=sa.chebyshev_delay,
                                    chebyshev_cap=sa.chebyshev_cap)
                 r.build(it)

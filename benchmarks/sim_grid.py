@@ -250,6 +250,15 @@ def timing(runner, iterations: int, frames: int, runs: int):
     return time_frames(runner.step, runner.sync, frames, runs=runs, reset_fn=runner.reset)
 
 
+def initial_guess_for(a, kind: str) -> str:
+    """clothsim's first guess for a scene: --initial-guess if given, else "extrapolate" for the pinned sheet
+    (swinging free: 2-core CPU, N = 64, error after 1 iteration 1.29e-2 m against 2.82e-2 m from the inertial
+    target) and "inertia" for the fold (self contact feeds the last substep's acceleration back: CPU, N = 32,
+    15 frames, error after 1/2/4 iterations 8.5e-2/7.5e-2/2.7e-2 m extrapolated against 2.9e-2/2.6e-2/2.1e-2 m,
+    sim_grid_cpu_2core_fold32_s12_*.json)."""
+    return a.initial_guess or ("inertia" if kind == "fold" else "extrapolate")
+
+
 def save_json(path, data) -> None:
     """Write a benchmark's results, atomically (clothsim.io.write_json), creating the folder."""
     from clothsim.io import write_json
@@ -322,10 +331,10 @@ def parse_args(argv=None):
                     "recommended 0.5-1x its interaction distance)")
     ap.add_argument("--bend-calibration", type=float, default=None,
                     help="c in k_e = c B 3|e|^2/(A1+A2) (default: clothsim.model.BENDING_C)")
-    ap.add_argument("--initial-guess", choices=["inertia", "adaptive", "extrapolate"], default="extrapolate",
-                    help="clothsim Simulator(initial_guess=...): where each substep's iterations start "
-                    "(default extrapolate: the cloth here is in motion; sessions before 12 used inertia, "
-                    "where Newton starts)")
+    ap.add_argument("--initial-guess", choices=["inertia", "adaptive", "extrapolate"], default=None,
+                    help="clothsim Simulator(initial_guess=...): where each substep's iterations start (default: "
+                    "extrapolate for the pinned sheet, inertia for the fold, see initial_guess_for; sessions "
+                    "before 12 used inertia for both, where Newton starts)")
     ap.add_argument("--chebyshev-rho", type=float, default=0.93,
                     help="clothsim Simulator(chebyshev_rho=...): Chebyshev acceleration of the iterations "
                     "(default 0.93; 0 = off; sessions before 11 used 0.8 with no delay)")
@@ -379,7 +388,8 @@ def compare_case(cs, scene, mat, a, log, runners=None):
     timing phase's, reused so that Newton's model, slow to build at N = 1024, is built once)."""
     frames = a.compare_frames or (a.fold_frames if scene.kind == "fold" else 20)
     runners = runners or {
-        "clothsim": ClothsimRunner(cs, scene, mat, a.device, a.substeps, a.initial_guess, a.chebyshev_rho, a.membrane_hessian,
+        "clothsim": ClothsimRunner(cs, scene, mat, a.device, a.substeps, initial_guess_for(a, scene.kind), a.chebyshev_rho,
+                                   a.membrane_hessian,
                                    a.cpu_threads, a.chebyshev_delay, a.chebyshev_cap),
         "newton": NewtonRunner(scene, mat, a.device, a.substeps)}
     out = {"frames": frames, "ref_iterations": a.ref_iterations, "sweep": {}}
@@ -478,7 +488,7 @@ def main(argv=None):
     results = {"device": str(wp.get_device(a.device)), "host": platform.node(), "warp": wp.config.version,
                "newton": newton_info if have_newton else None, "substeps": a.substeps, "iterations": a.iterations,
                "frame_dt": FRAME_DT, "material": mat.__dict__ | {"shear_modulus": mat.shear_modulus},
-               "initial_guess": a.initial_guess, "chebyshev_rho": a.chebyshev_rho,
+               "initial_guess": {k: initial_guess_for(a, k) for k in kinds}, "chebyshev_rho": a.chebyshev_rho,
                "chebyshev_delay": a.chebyshev_delay, "chebyshev_cap": a.chebyshev_cap,
                "membrane_hessian": a.membrane_hessian, "tile_max_vertices": _vbd.TILE_MAX_VERTICES,
                "block_dim": _vbd.BLOCK_DIM, "cpu_threads": a.cpu_threads, "contact_lanes": _vbd.CONTACT_LANES,
@@ -489,7 +499,8 @@ def main(argv=None):
             scene = Scene(cs, kind, n, a.size, mat)
             frames = a.fold_frames if kind == "fold" else a.frames
             row = {"case": kind, "N": n, "vertices": n * n, "frames": frames}
-            runners = [ClothsimRunner(cs, scene, mat, a.device, a.substeps, a.initial_guess, a.chebyshev_rho, a.membrane_hessian,
+            runners = [ClothsimRunner(cs, scene, mat, a.device, a.substeps, initial_guess_for(a, kind), a.chebyshev_rho,
+                                      a.membrane_hessian,
                                       a.cpu_threads, a.chebyshev_delay, a.chebyshev_cap)]
             if compare:
                 runners.append(NewtonRunner(scene, mat, a.device, a.substeps))
