@@ -252,8 +252,8 @@ def timing(runner, iterations: int, frames: int, runs: int):
 
 def initial_guess_for(a, kind: str) -> str:
     """clothsim's first guess for a scene: --initial-guess if given, else "extrapolate" for the pinned sheet
-    (swinging free: 2-core CPU, N = 64, error after 1 iteration 1.29e-2 m against 2.82e-2 m from the inertial
-    target) and "inertia" for the fold (self contact feeds the last substep's acceleration back: CPU, N = 32,
+    (swinging free: 2-core CPU, N = 64, ρ 0.93 after one plain sweep, capped, error after 1 iteration 1.29e-2 m;
+    session 10's run from the inertial target with ρ 0.8: 2.82e-2 m) and "inertia" for the fold (self contact feeds the last substep's acceleration back: CPU, N = 32,
     15 frames, error after 1/2/4 iterations 8.5e-2/7.5e-2/2.7e-2 m extrapolated against 2.9e-2/2.6e-2/2.1e-2 m,
     sim_grid_cpu_2core_fold32_s12_*.json)."""
     return a.initial_guess or ("inertia" if kind == "fold" else "extrapolate")
@@ -389,8 +389,7 @@ def compare_case(cs, scene, mat, a, log, runners=None):
     frames = a.compare_frames or (a.fold_frames if scene.kind == "fold" else 20)
     runners = runners or {
         "clothsim": ClothsimRunner(cs, scene, mat, a.device, a.substeps, initial_guess_for(a, scene.kind), a.chebyshev_rho,
-                                   a.membrane_hessian,
-                                   a.cpu_threads, a.chebyshev_delay, a.chebyshev_cap),
+                                   a.membrane_hessian, a.cpu_threads, a.chebyshev_delay, a.chebyshev_cap),
         "newton": NewtonRunner(scene, mat, a.device, a.substeps)}
     out = {"frames": frames, "ref_iterations": a.ref_iterations, "sweep": {}}
     refs = {}
@@ -500,8 +499,7 @@ def main(argv=None):
             frames = a.fold_frames if kind == "fold" else a.frames
             row = {"case": kind, "N": n, "vertices": n * n, "frames": frames}
             runners = [ClothsimRunner(cs, scene, mat, a.device, a.substeps, initial_guess_for(a, kind), a.chebyshev_rho,
-                                      a.membrane_hessian,
-                                      a.cpu_threads, a.chebyshev_delay, a.chebyshev_cap)]
+                                      a.membrane_hessian, a.cpu_threads, a.chebyshev_delay, a.chebyshev_cap)]
             if compare:
                 runners.append(NewtonRunner(scene, mat, a.device, a.substeps))
             for r in runners:

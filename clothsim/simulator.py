@@ -301,8 +301,8 @@ class Simulator:
         self._reset_guess_history()
 
     def _reset_guess_history(self) -> None:
-        """No velocity history (a new state, or velocities set from outside): make the adaptive initial
-        guess of the next substep the inertial target, as if the cloth had followed gravity so far
+        """No velocity history (a new state, or velocities set from outside): make the adaptive and the
+        extrapolated initial guess of the next substep the inertial target, as if the cloth had followed gravity so far
         (v_last = v − h·g), instead of a guess without gravity that the iterations must make up for."""
         h = self.dt / self.substeps
         v = self.state.v.numpy()

@@ -12,8 +12,8 @@ class ClothState:
     Attributes:
         x: positions [m], shape (particle_count,), vec3.
         v: velocities [m/s], shape (particle_count,), vec3.
-        v_last: velocities [m/s] at the start of the last substep (the solver's adaptive initial guess
-            reads the acceleration from it), shape (particle_count,), vec3.
+        v_last: velocities [m/s] at the start of the last substep (the solver's adaptive and extrapolated
+            initial guesses read the acceleration from it), shape (particle_count,), vec3.
         pin_start, pin_end: pin targets [m] at the start / end of the current frame, shape (pin_count,).
     """
 

@@ -43,7 +43,6 @@ def test_chebyshev_converges_faster_to_the_same_solution(device):
     assert fast < 0.75 * plain
 
 
-
 def test_chebyshev_delay_runs_plain_iterations_first(device):
     # delay d (Wang 2015's S): the first d iterations of each substep are plain Gauss-Seidel sweeps, and
     # the acceleration needs two iterations of its own to act: with d + 1 iterations or fewer the run is
@@ -73,7 +72,6 @@ def test_chebyshev_delay_is_checked():
     for bad in (-1, 1.5, True, "2"):
         with pytest.raises(cs.InputError, match="chebyshev_delay"):
             cs.Simulator(cloth, device="cpu", chebyshev_delay=bad)
-
 
 
 def test_chebyshev_cap_keeps_the_first_sweeps_from_overshooting(device):
