@@ -267,6 +267,37 @@ def save_json(path, data) -> None:
     write_json(path, data)
 
 
+def save_array(path, x) -> None:
+    """Write one .npy atomically (temporary name, then rename)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp.npy")
+    np.save(tmp, np.asarray(x))
+    os.replace(tmp, path)
+
+
+def ref_cache_path(a, scene, solver: str, frames: int) -> Path | None:
+    """Where --ref-cache keeps one solver's converged reference for one case, or None without it.
+
+    The name holds everything the trajectory depends on (case, N, size, substeps, reference iterations,
+    frames, material, and for clothsim its solver settings), hashed, so a changed setting never reuses a
+    stale reference. A long comparison can so be split over several runs (e.g. device calls with a time
+    limit): the first computes and stores the references (--references-only), the next loads them."""
+    if not a.ref_cache:
+        return None
+    import hashlib
+    import json
+
+    key = {"case": scene.kind, "N": scene.n, "size": scene.size, "substeps": a.substeps, "frame_dt": FRAME_DT,
+           "ref_iterations": a.ref_iterations, "frames": frames, "material": material_from(a).__dict__,
+           "device": a.device.split(":")[0]}
+    if solver == "clothsim":
+        key |= {"initial_guess": initial_guess_for(a, scene.kind), "chebyshev": [a.chebyshev_rho, a.chebyshev_delay,
+                a.chebyshev_cap], "membrane_hessian": a.membrane_hessian}
+    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:12]
+    return Path(a.ref_cache) / f"ref_{scene.kind}_N{scene.n}_{solver}_it{a.ref_iterations}_f{frames}_{digest}.npy"
+
+
 def rms(a, b):
     return float(np.sqrt(np.mean(np.sum((np.asarray(a, np.float64) - np.asarray(b, np.float64)) ** 2, axis=1))))
 
@@ -315,6 +346,15 @@ def parse_args(argv=None):
                     help="simulated frames for the accuracy comparison (default 20 pinned, --fold-frames fold)")
     ap.add_argument("--ref-iterations", type=int, default=1000, help="iterations of the converged reference")
     ap.add_argument("--sweep", default=",".join(map(str, SWEEP)), help="iteration counts of the accuracy sweep")
+    ap.add_argument("--ref-cache", default=None, metavar="DIR",
+                    help="keep the converged references in DIR (.npy, named by a hash of every setting they "
+                    "depend on) and load them from there when present")
+    ap.add_argument("--skip-timing", action="store_true",
+                    help="build the solvers but skip the timed table at --iterations (e.g. the second run of a "
+                    "comparison split over two)")
+    ap.add_argument("--references-only", action="store_true",
+                    help="compute (or load) the references and the same-physics check, skip the sweep; with "
+                    "--ref-cache this splits a long comparison over two runs")
     # material (isotropic); defaults: a cotton-like isotropic fabric
     ap.add_argument("--stretch", type=float, default=250.0, help="E*t [N/m]")
     ap.add_argument("--poisson", type=float, default=0.3)
@@ -383,26 +423,40 @@ def fmt(x, nd=1):
     return "-" if x is None else f"{x:.{nd}f}"
 
 
-def compare_case(cs, scene, mat, a, log, runners=None):
+def compare_case(cs, scene, mat, a, log, runners=None, progress=None):
     """Same-physics check, accuracy-vs-time sweep and intersections for one scene (``runners``: the
-    timing phase's, reused so that Newton's model, slow to build at N = 1024, is built once)."""
+    timing phase's, reused so that Newton's model, slow to build at N = 1024, is built once; ``progress``
+    is called with the partial result after the references and after each sweep point)."""
     frames = a.compare_frames or (a.fold_frames if scene.kind == "fold" else 20)
     runners = runners or {
         "clothsim": ClothsimRunner(cs, scene, mat, a.device, a.substeps, initial_guess_for(a, scene.kind), a.chebyshev_rho,
                                    a.membrane_hessian, a.cpu_threads, a.chebyshev_delay, a.chebyshev_cap),
         "newton": NewtonRunner(scene, mat, a.device, a.substeps)}
     out = {"frames": frames, "ref_iterations": a.ref_iterations, "sweep": {}}
+    progress = progress or (lambda _out: None)
     refs = {}
     for name, r in runners.items():
+        path = ref_cache_path(a, scene, name, frames)
+        if path is not None and path.exists():
+            refs[name] = np.load(path)
+            log(f"  [{scene.kind} N={scene.n}] {name} reference ({a.ref_iterations} it, {frames} frames) "
+                f"loaded from {path}")
+            out.setdefault("references_loaded", {})[name] = str(path)
+            continue
         t0 = time.perf_counter()
         refs[name] = trajectory(r, a.ref_iterations, frames)
         log(f"  [{scene.kind} N={scene.n}] {name} reference ({a.ref_iterations} it, {frames} frames) "
             f"{time.perf_counter() - t0:.1f}s")
+        if path is not None:
+            save_array(path, refs[name])
     disp = rms(refs["clothsim"], scene.vertices)
     agree = rms(refs["clothsim"], refs["newton"])
     out["same_physics"] = {"rms_clothsim_vs_newton_m": agree, "rms_displacement_m": disp,
                            "relative": agree / disp if disp > 0 else None}
     out["reference_intersections"] = {k: count_intersections(v, scene.triangles)[0] for k, v in refs.items()}
+    progress(out)
+    if a.references_only:
+        return out
     for name, r in runners.items():
         pts = []
         for k in a.sweep:
@@ -415,7 +469,8 @@ def compare_case(cs, scene, mat, a, log, runners=None):
                         "folded": folded_fraction(x, scene.rest_uv, scene.edge)})
             log(f"  [{scene.kind} N={scene.n}] {name} it={k}: {tm['ms_median']:.1f} ms/frame, "
                 f"err {pts[-1]['err_vs_clothsim_ref']:.3e} m, intersections {nint}")
-        out["sweep"][name] = pts
+            out["sweep"][name] = pts
+            progress(out)
     cst = [p["ms_median"] for p in out["sweep"]["clothsim"]]
     for ref in ("clothsim", "newton"):
         key = f"err_vs_{ref}_ref"
@@ -442,11 +497,13 @@ def print_compare(scene, res, pr):
        "| intersections | folded |")
     pr("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for name in ("clothsim", "newton"):
-        for p in res["sweep"][name]:
+        for p in res["sweep"].get(name, []):
             pr(f"| {name} | {p['iterations']} | {p['ms_median']:.1f} | {p['ms_p10']:.1f} | {p['ms_p90']:.1f} | "
                f"{p['err_vs_clothsim_ref']:.3e} | {p['err_vs_newton_ref']:.3e} | {p['intersections']} | "
                f"{p['folded']:.2f} |")
     for ref in ("clothsim", "newton"):
+        if f"time_to_newton_error_vs_{ref}_ref" not in res:  # --references-only
+            continue
         pr(f"\nerror measured against the {ref} reference:\n")
         pr("| Newton iterations | Newton ms/frame | Newton error [m] | clothsim ms/frame to reach it "
            "| ratio clothsim/Newton |")
@@ -493,6 +550,7 @@ def main(argv=None):
                "block_dim": _vbd.BLOCK_DIM, "cpu_threads": a.cpu_threads, "contact_lanes": _vbd.CONTACT_LANES,
                "elastic_lanes": _vbd.ELASTIC_LANES,
                "cases": [], "comparisons": []}
+    out = Path(a.json)
     for kind in kinds:
         for n in a.sizes:
             scene = Scene(cs, kind, n, a.size, mat)
@@ -507,6 +565,10 @@ def main(argv=None):
                 try:
                     r.build(a.iterations)
                     build_s = time.perf_counter() - t0
+                    if a.skip_timing:
+                        row[r.name] = {"build_s": build_s, "skipped": "--skip-timing"}
+                        log(f"[{kind} N={n}] {r.name}: built in {build_s:.1f}s (timing skipped)")
+                        continue
                     tm = timing(r, a.iterations, frames, a.runs)
                 except Exception as exc:  # a case one solver cannot run yet: say so, go on
                     row[r.name] = {"error": f"{type(exc).__name__}: {exc}"}
@@ -527,11 +589,15 @@ def main(argv=None):
             results["cases"].append(row)
             if compare and n in a.compare_sizes and kind in a.compare_cases and not any(
                     "error" in row.get(k, {}) for k in ("clothsim", "newton")):
-                res = compare_case(cs, scene, mat, a, log, runners={r.name: r for r in runners})
+                def progress(part, kind=kind, n=n):  # partial results survive a run cut off by a time limit
+                    save_json(out, results | {"partial": True,
+                                              "comparisons": results["comparisons"] + [part | {"case": kind, "N": n}]})
+
+                res = compare_case(cs, scene, mat, a, log, runners={r.name: r for r in runners}, progress=progress)
                 res.update(case=kind, N=n)
                 results["comparisons"].append(res)
+            save_json(out, results | {"partial": True})
 
-    out = Path(a.json)
     save_json(out, results)
 
     pr = print
@@ -547,6 +613,8 @@ def main(argv=None):
     def cells(d):
         if "error" in d:
             return f" failed: {d['error'][:60]} | - | - | - | - | - |"
+        if "skipped" in d:
+            return " skipped | - | - | - | - | - |"
         return (f" {d['ms_median']:.1f} | {d['ms_p10']:.1f} | {d['ms_p90']:.1f} | {d['substeps_per_s']:.0f} | "
                 f"{d['intersections']} | {d['folded']:.2f} |")
 
@@ -555,7 +623,7 @@ def main(argv=None):
         line = f"| {row['case']} | {row['N']} | {row['vertices']} | {row['frames']} |" + cells(c)
         if compare:
             w = row["newton"]
-            ratio = "-" if "error" in c or "error" in w else f"{c['ms_median'] / w['ms_median']:.2f}"
+            ratio = "-" if {"error", "skipped"} & (set(c) | set(w)) else f"{c['ms_median'] / w['ms_median']:.2f}"
             line += cells(w) + f" {ratio} |"
         pr(line)
     for res in results["comparisons"]:
