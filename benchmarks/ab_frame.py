@@ -5,7 +5,9 @@ A speed change is measured against the code it replaces on the same machine in t
 Each round runs one worker process per tree, alternating A, B, A, B, ... so that drifts of the
 machine hit both; a worker times sim_grid's pinned cloth (``Scene("pinned", N)``, the benchmark's
 solver settings) for each size and iteration count: median of ``--runs`` runs of ``--frames`` frames
-after a warm-up frame. The table gives the median over rounds for each tree and the ratio B/A.
+after a warm-up frame; and with ``--drapes tshirt:1,...`` a shipped scene's drape at one level (the scene's
+solver settings, from the start): ``--runs`` consecutive blocks of ``--frames`` frames after
+``--warmup-frames``. The table gives the median over rounds for each tree and the ratio B/A.
 
     python benchmarks/ab_frame.py --a /tmp/base --b . --device cuda:0 --sizes 128,256 \\
         --iterations 1,2,4,10 --chebyshev-delay 0 --json out/bench/ab_frame.json
@@ -39,6 +41,25 @@ def worker(a) -> None:
                     + (["--chebyshev-cap"] if a.chebyshev_cap else ["--no-chebyshev-cap"]))
     mat = material_from(sa)
     out = {}
+    for spec in a.drapes:  # a shipped scene's garments on its avatar at one level, from the start
+        import time
+
+        from clothsim.scene import Drape
+
+        name, level = spec.split(":")
+        with Drape(cs.load_scene(os.path.join(a.root, "scenes", f"{name}.toml")), level=int(level),
+                   refine_from=int(level), device=a.device) as d:
+            for _ in range(a.warmup_frames):
+                d.sim.step()
+            wp.synchronize_device(a.device)
+            ms = []
+            for _ in range(a.runs):  # consecutive blocks of the same drape
+                t0 = time.perf_counter()
+                for _ in range(a.frames):
+                    d.sim.step()
+                wp.synchronize_device(a.device)
+                ms.append((time.perf_counter() - t0) * 1000.0 / a.frames)
+            out[f"{name}/L{level}"] = statistics.median(ms)
     for n in a.sizes:
         sc = Scene(cs, "pinned", n, 1.0, mat)
         r = ClothsimRunner(cs, sc, mat, a.device, sa.substeps, sa.initial_guess, sa.chebyshev_rho,
@@ -54,7 +75,10 @@ def main(argv=None) -> int:
     ap.add_argument("--a", help="project root of the 'before' tree")
     ap.add_argument("--b", help="project root of the 'after' tree")
     ap.add_argument("--device", default="cpu")
-    ap.add_argument("--sizes", default="64", help="comma list of N")
+    ap.add_argument("--sizes", default="64", help="comma list of N (sim_grid's pinned cloth; empty: none)")
+    ap.add_argument("--drapes", default="", help="comma list of SCENE:LEVEL (e.g. tshirt:1): the shipped scene's "
+                    "garments on its avatar at that level, frames after --warmup-frames (e.g. 20, once sewn)")
+    ap.add_argument("--warmup-frames", type=int, default=20, help="drapes: untimed frames first")
     ap.add_argument("--iterations", default="1,2,4,10", help="comma list of iterations per substep")
     ap.add_argument("--frames", type=int, default=20, help="frames per timed run")
     ap.add_argument("--runs", type=int, default=5, help="timed runs per case in a worker (median)")
@@ -69,6 +93,7 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     a.sizes = [int(s) for s in str(a.sizes).split(",") if s]
     a.iterations = [int(s) for s in str(a.iterations).split(",") if s]
+    a.drapes = [s for s in str(a.drapes).split(",") if s]
     if a.worker:
         worker(a)
         return 0
@@ -78,7 +103,8 @@ def main(argv=None) -> int:
             ap.error(f"--{tag} is required (a project root)")
         if not os.path.isfile(os.path.join(root, "clothsim", "__init__.py")):
             ap.error(f"--{tag} {root!r}: no clothsim/__init__.py there (expected a project root)")
-    common = ["--device", a.device, "--sizes", ",".join(map(str, a.sizes)),
+    common = ["--device", a.device, "--sizes", ",".join(map(str, a.sizes)), "--drapes", ",".join(a.drapes),
+              "--warmup-frames", str(a.warmup_frames),
               "--iterations", ",".join(map(str, a.iterations)), "--frames", str(a.frames), "--runs", str(a.runs),
               "--chebyshev-rho", str(a.chebyshev_rho), "--chebyshev-delay", str(a.chebyshev_delay)]
     common += ["--chebyshev-cap" if a.chebyshev_cap else "--no-chebyshev-cap", "--initial-guess", a.initial_guess]
@@ -99,7 +125,11 @@ def main(argv=None) -> int:
         ma = statistics.median(r[case] for r in rounds["a"])
         mb = statistics.median(r[case] for r in rounds["b"])
         n, it = case.split("/")
-        rows.append({"N": int(n), "iterations": int(it), "a_ms": ma, "b_ms": mb, "ratio_b_over_a": mb / ma,
+        if it.startswith("L"):  # a drape: scene name and level
+            n, it = n, f"level {it[1:]} (scene's)"
+        else:
+            n, it = int(n), int(it)
+        rows.append({"N": n, "iterations": it, "a_ms": ma, "b_ms": mb, "ratio_b_over_a": mb / ma,
                      "a_rounds_ms": [r[case] for r in rounds["a"]], "b_rounds_ms": [r[case] for r in rounds["b"]]})
     res = {"a": os.path.abspath(a.a), "b": os.path.abspath(a.b), "device": a.device, "frames": a.frames,
            "runs": a.runs, "rounds": a.rounds, "chebyshev_rho": a.chebyshev_rho,
