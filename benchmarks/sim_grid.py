@@ -471,17 +471,28 @@ def compare_case(cs, scene, mat, a, log, runners=None, progress=None):
                 f"err {pts[-1]['err_vs_clothsim_ref']:.3e} m, intersections {nint}")
             out["sweep"][name] = pts
             progress(out)
-    cst = [p["ms_median"] for p in out["sweep"]["clothsim"]]
-    for ref in ("clothsim", "newton"):
-        key = f"err_vs_{ref}_ref"
-        cse = [p[key] for p in out["sweep"]["clothsim"]]
-        reach = []
-        for p in out["sweep"]["newton"]:
-            t, note = time_to_reach(p[key], cst, cse)
-            reach.append({"newton_iterations": p["iterations"], "newton_ms": p["ms_median"],
-                          "error_m": p[key], "clothsim_ms": t, "note": note,
-                          "ratio": (t / p["ms_median"]) if t is not None else None})
-        out[f"time_to_newton_error_vs_{ref}_ref"] = reach
+    out.update(reach_tables(out["sweep"]))
+    return out
+
+
+def reach_tables(sweep: dict) -> dict:
+    """For each Newton sweep point, the clothsim time to reach its error (against either reference) and the
+    ratio; ``..._clean`` keeps only runs that end with no intersections on both sides (the issue's fair
+    baseline: a run that ends tangled has not reached anything). Also usable on a stored JSON's sweep."""
+    out = {}
+    for clean in (False, True):
+        cs_pts = [p for p in sweep["clothsim"] if not clean or p["intersections"] == 0]
+        nw_pts = [p for p in sweep["newton"] if not clean or p["intersections"] == 0]
+        for ref in ("clothsim", "newton"):
+            key = f"err_vs_{ref}_ref"
+            reach = []
+            for p in nw_pts:
+                t, note = (time_to_reach(p[key], [q["ms_median"] for q in cs_pts], [q[key] for q in cs_pts])
+                           if cs_pts else (None, "not reached"))
+                reach.append({"newton_iterations": p["iterations"], "newton_ms": p["ms_median"],
+                              "error_m": p[key], "clothsim_ms": t, "note": note,
+                              "ratio": (t / p["ms_median"]) if t is not None else None})
+            out[f"time_to_newton_error_vs_{ref}_ref" + ("_clean" if clean else "")] = reach
     return out
 
 
@@ -501,14 +512,16 @@ def print_compare(scene, res, pr):
             pr(f"| {name} | {p['iterations']} | {p['ms_median']:.1f} | {p['ms_p10']:.1f} | {p['ms_p90']:.1f} | "
                f"{p['err_vs_clothsim_ref']:.3e} | {p['err_vs_newton_ref']:.3e} | {p['intersections']} | "
                f"{p['folded']:.2f} |")
-    for ref in ("clothsim", "newton"):
-        if f"time_to_newton_error_vs_{ref}_ref" not in res:  # --references-only
+    for ref, clean in (("clothsim", False), ("newton", False), ("clothsim", True), ("newton", True)):
+        table = f"time_to_newton_error_vs_{ref}_ref" + ("_clean" if clean else "")
+        if table not in res:  # --references-only, or a JSON from before the clean tables
             continue
-        pr(f"\nerror measured against the {ref} reference:\n")
+        pr(f"\nerror measured against the {ref} reference"
+           + (", only runs that end with no intersections (both solvers)" if clean else "") + ":\n")
         pr("| Newton iterations | Newton ms/frame | Newton error [m] | clothsim ms/frame to reach it "
            "| ratio clothsim/Newton |")
         pr("|---:|---:|---:|---:|---:|")
-        for r in res[f"time_to_newton_error_vs_{ref}_ref"]:
+        for r in res[table]:
             t = "not reached" if r["clothsim_ms"] is None else f"{r['note']}{r['clothsim_ms']:.1f}".replace("<=", "≤ ")
             pr(f"| {r['newton_iterations']} | {r['newton_ms']:.1f} | {r['error_m']:.3e} | {t} | "
                f"{fmt(r['ratio'], 2)} |")
