@@ -33,7 +33,10 @@ def worker(a) -> None:
 
     wp.config.quiet = True
     import clothsim as cs
+    from newton_side import time_frames
     from sim_grid import ClothsimRunner, Scene, material_from, parse_args, timing
+
+    from clothsim.scene import Drape
 
     assert os.path.dirname(os.path.abspath(cs.__file__)) == os.path.join(os.path.abspath(a.root), "clothsim"), cs.__file__
     sa = parse_args(["--device", a.device, "--chebyshev-rho", str(a.chebyshev_rho),
@@ -42,24 +45,12 @@ def worker(a) -> None:
     mat = material_from(sa)
     out = {}
     for spec in a.drapes:  # a shipped scene's garments on its avatar at one level, from the start
-        import time
-
-        from clothsim.scene import Drape
-
         name, level = spec.split(":")
         with Drape(cs.load_scene(os.path.join(a.root, "scenes", f"{name}.toml")), level=int(level),
                    refine_from=int(level), device=a.device) as d:
-            for _ in range(a.warmup_frames):
-                d.sim.step()
-            wp.synchronize_device(a.device)
-            ms = []
-            for _ in range(a.runs):  # consecutive blocks of the same drape
-                t0 = time.perf_counter()
-                for _ in range(a.frames):
-                    d.sim.step()
-                wp.synchronize_device(a.device)
-                ms.append((time.perf_counter() - t0) * 1000.0 / a.frames)
-            out[f"{name}/L{level}"] = statistics.median(ms)
+            # no reset: --runs consecutive blocks of the same drape, after --warmup-frames
+            out[f"{name}/L{level}"] = time_frames(d.sim.step, lambda: wp.synchronize_device(a.device), a.frames,
+                                                  runs=a.runs, warmup_frames=a.warmup_frames)["ms_median"]
     for n in a.sizes:
         sc = Scene(cs, "pinned", n, 1.0, mat)
         r = ClothsimRunner(cs, sc, mat, a.device, sa.substeps, sa.initial_guess, sa.chebyshev_rho,
@@ -126,7 +117,7 @@ def main(argv=None) -> int:
         mb = statistics.median(r[case] for r in rounds["b"])
         n, it = case.split("/")
         if it.startswith("L"):  # a drape: scene name and level
-            n, it = n, f"level {it[1:]} (scene's)"
+            it = f"level {it[1:]} (scene's)"
         else:
             n, it = int(n), int(it)
         rows.append({"N": n, "iterations": it, "a_ms": ma, "b_ms": mb, "ratio_b_over_a": mb / ma,
