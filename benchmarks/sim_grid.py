@@ -88,6 +88,7 @@ class Scene:
 
     def __init__(self, cs, kind: str, n: int, size: float, mat: BenchMaterial):
         self.kind, self.n, self.size = kind, n, size
+        self.cs_root = os.path.dirname(os.path.abspath(cs.__file__))  # the clothsim sources simulated
         self.fabric = fabric_for(cs, mat)
         if kind == "pinned":
             cloth = cs.Cloth.grid(size=(size, size), resolution=(n, n), fabric=self.fabric,
@@ -279,9 +280,9 @@ def save_array(path, x) -> None:
 def ref_cache_path(a, scene, solver: str, frames: int) -> Path | None:
     """Where --ref-cache keeps one solver's converged reference for one case, or None without it.
 
-    The name holds everything the trajectory depends on (case, N, size, substeps, reference iterations,
-    frames, material, and for clothsim its solver settings), hashed, so a changed setting never reuses a
-    stale reference. A long comparison can so be split over several runs (e.g. device calls with a time
+    The name holds what the trajectory depends on (case, N, size, substeps, reference iterations, frames,
+    material, the solver's code: a hash of clothsim's sources, or Newton's version; and for clothsim its
+    solver settings), hashed, so a changed setting or solver never reuses a stale reference. A long comparison can so be split over several runs (e.g. device calls with a time
     limit): the first computes and stores the references (--references-only), the next loads them."""
     if not a.ref_cache:
         return None
@@ -292,8 +293,13 @@ def ref_cache_path(a, scene, solver: str, frames: int) -> Path | None:
            "ref_iterations": a.ref_iterations, "frames": frames, "material": material_from(a).__dict__,
            "device": a.device.split(":")[0]}
     if solver == "clothsim":
+        src = hashlib.sha256()
+        for f in sorted(Path(scene.cs_root).rglob("*.py")):
+            src.update(f.read_bytes())
         key |= {"initial_guess": initial_guess_for(a, scene.kind), "chebyshev": [a.chebyshev_rho, a.chebyshev_delay,
-                a.chebyshev_cap], "membrane_hessian": a.membrane_hessian}
+                a.chebyshev_cap], "membrane_hessian": a.membrane_hessian, "code": src.hexdigest()}
+    else:
+        key["code"] = newton_available()[1]
     digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:12]
     return Path(a.ref_cache) / f"ref_{scene.kind}_N{scene.n}_{solver}_it{a.ref_iterations}_f{frames}_{digest}.npy"
 
