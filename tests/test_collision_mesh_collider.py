@@ -187,10 +187,6 @@ def _prism(radius=0.1, sides=12, half_length=0.2):
     return m
 
 
-@pytest.mark.xfail(strict=True, reason="known defect, open: a collider edge-edge pair is a plane along the edge's "
-                   "mean normal, unbounded across the edge (clothsim/solver/contact_blocks.py); session 9's bounded "
-                   "variants fixed this case and the T-shirt's ringing sleeve vertex but left the H200 5 mm straight "
-                   "skirt unsettled (benchmarks/results/drape_h200_s9.md), so they were not kept")
 def test_cloth_beside_a_ridge_feels_no_edge_contact(device):
     """A cloth lying still, without gravity, 2 mm clear of a prism's top face and 9-25 mm beside one of its
     30-degree side edges, should stay exactly where it is. Its edges along the ridge are parallel to it, so their

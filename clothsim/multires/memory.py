@@ -166,8 +166,8 @@ def estimate_simulator_bytes(cloths, *, self_collision: bool, colliders=(), mode
     state = 3 * 12 * n + 2 * 12 * p
     k = len(colliders)
     # x_prev, y, normals, two Chebyshev history buffers (vec3 each), bad flag, θ per hinge, placeholder arguments
-    # (contacts off, external forces off: one vec3)
-    scratch = 5 * 12 * n + 4 + 4 * b + (4 + 4) + (4 + 12 + 8) + 12 + 12
+    # (contacts off, external forces off: one vec3; collider feature pairs off: one vec4 edge normal)
+    scratch = 5 * 12 * n + 4 + 4 * b + (4 + 4) + (4 + 12 + 8) + 12 + 12 + 16
     if self_collision or k:
         scratch += 3 * 12 * n  # frame backup
     collision = 40 * max(1, k) * n  # contact planes
@@ -185,7 +185,7 @@ def estimate_simulator_bytes(cloths, *, self_collision: bool, colliders=(), mode
         ec = len(feature_edges(cx, ct, np.concatenate([c.vertices for c in cloths]), unique_edges(tri)[0],
                                thickness=min(float(c.fabric.thickness) for c in cloths))[0])
         collision += (24 * nc_tot + 8 * ec + 12 * mc_tot + 4 * (nc_tot + 1) + 12 * mc_tot + 8 * ec + 12 * nc_tot
-                      + 12 * ec + 24 + 24 * nc_tot + 24 * ec + 8 * e + 12 * m + 4 * e * (1 + collider_capacities[0]) + 4 * m * (1 + collider_capacities[1])
+                      + 16 * ec + 24 + 24 * nc_tot + 24 * ec + 8 * e + 12 * m + 4 * e * (1 + collider_capacities[0]) + 4 * m * (1 + collider_capacities[1])
                       + 4 + 8)
     if self_collision:
         # points, and the bounds of the two BVHs: per triangle and per edge (lower, upper vec3 each)

@@ -498,7 +498,7 @@ def _make_vbd_solve_kernel(tiled: bool, pair_contacts: bool = True, whole_warp: 
         cvel: wp.array(dtype=wp.vec3),
         cvn: wp.array(dtype=wp.vec3),
         cedges: wp.array2d(dtype=wp.int32),
-        cen: wp.array(dtype=wp.vec3),
+        cen: wp.array(dtype=wp.vec4),
         kce: int,
         ce_count: wp.array(dtype=wp.int32),
         ce_edge: wp.array(dtype=wp.int32),
