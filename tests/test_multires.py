@@ -117,6 +117,56 @@ def test_projection_moves_vertices_out_of_a_collider(device):
     sim.release()
 
 
+@wp.kernel
+def _normal_sign_kernel(mesh: wp.uint64, p: wp.array(dtype=wp.vec3), sign: wp.array(dtype=float)):
+    i = wp.tid()
+    sign[i] = wp.mesh_query_point_sign_normal(mesh, p[i], 0.25).sign
+
+
+def test_projection_leaves_vertices_outside_a_sharp_collider_alone(device):
+    """A thin wedge (a 20° ridge, 10 cm deep): seen from a few centimetres off its corners, the closest face's
+    normal calls some outside points inside (Warp's mesh_query_point_sign_normal). Projection must leave every
+    outside point farther than the thickness where it is, and still put the inside points on the surface
+    (a cape vertex 129 mm outside the mannequin was put on its shoulder at the 10 -> 5 mm switch this way)."""
+    import trimesh
+
+    half = np.deg2rad(10.0)
+    sec = np.array([[0.0, 0.0, 0.0], [0.0, -0.1, -0.1 * np.tan(half)], [0.0, -0.1, 0.1 * np.tan(half)]])
+    verts = np.concatenate([sec + [-0.1, 0.0, 0.0], sec + [0.1, 0.0, 0.0]])
+    faces = np.array([[0, 1, 2], [3, 5, 4], [0, 3, 4], [0, 4, 1], [1, 4, 5], [1, 5, 2], [2, 5, 3], [2, 3, 0]])
+    wedge = trimesh.Trimesh(verts, faces, process=False)
+    wedge.fix_normals()
+    assert wedge.is_watertight and wedge.volume > 0
+    lv = _levels(((5, 5), (33, 33)))
+    sim = MultiResSimulator(lv, level=1, device=device, relax_substeps=0)
+    sim.add_collider(cs.Collider.mesh(wedge.vertices, wedge.faces))
+    n = sim.particle_count
+    rng = np.random.default_rng(0)
+    p = (rng.uniform(-1.0, 1.0, size=(n, 3)) * [0.12, 0.15, 0.15]).astype(np.float32)
+    # exact inside test for a convex body: behind every face plane
+    inside = np.all(((p[:, None, :] - wedge.triangles_center[None]) * wedge.face_normals[None]).sum(-1) < 0, axis=1)
+    sign = wp.zeros(n, dtype=float, device="cpu")
+    mesh = wp.Mesh(points=wp.array(wedge.vertices.astype(np.float32), dtype=wp.vec3, device="cpu"),
+                   indices=wp.array(wedge.faces.astype(np.int32).ravel(), dtype=wp.int32, device="cpu"))
+    wp.launch(_normal_sign_kernel, n, inputs=[mesh.id, wp.array(p, dtype=wp.vec3, device="cpu")], outputs=[sign],
+              device="cpu")
+    wrong = (sign.numpy() < 0) & ~inside
+    assert wrong.sum() >= 3  # the case exists: outside points the normal sign calls inside
+    r = sim.simulator.model.fabrics[0].thickness
+    # for a convex body the largest face-plane distance is a lower bound of a point's distance to it
+    plane = ((p[:, None, :] - wedge.triangles_center[None]) * wedge.face_normals[None]).sum(-1).max(axis=1)
+    clear = plane > r
+    assert (wrong & clear).sum() >= 3
+    sim.set_positions(p)
+    moved = project_out(sim.simulator)
+    out = sim.positions()
+    assert np.all(moved[clear] == 0.0), f"{int((moved[clear] > 0).sum())} vertices clear of the wedge were moved"
+    # inside: moved out, to the thickness r outside the surface
+    depth = ((out[inside][:, None, :] - wedge.triangles_center[None]) * wedge.face_normals[None]).sum(-1).max(axis=1)
+    assert inside.sum() >= 10 and np.all(depth > r - 1e-5), depth.min()
+    sim.release()
+
+
 def test_seams_and_pins_carry_over_on_a_garment(device):
     """A shipped pattern at 80/40 mm: pins stay exactly where the mapping puts them, seams stay sewn."""
     from clothsim import garments
