@@ -180,9 +180,10 @@ def _level_index(levels, spec: GarmentSpec, level, where: str) -> int:
     return level
 
 
-def build_garment(scene: Scene, g: GarmentSpec, level, body: Body) -> BuiltGarment:
+def build_garment(scene: Scene, g: GarmentSpec, level, body: Body, mesh=None) -> BuiltGarment:
     """The garment's Cloth: a pattern triangulated at the chosen level (seams and pins from the pattern),
-    or a mesh file (rest shape: its UV layout if it has UVs, else its shape), moved by ``offset``."""
+    or a mesh file (rest shape: its UV layout if it has UVs, else its shape), moved by ``offset``.
+    ``mesh``: the pattern's GarmentMesh at that level when the caller has it already (a hierarchy's)."""
     where = f"{scene.path}: garments.{g.name}"
     if g.mesh is not None:
         from ..exchange.meshio import import_cloth, import_mesh
@@ -194,10 +195,10 @@ def build_garment(scene: Scene, g: GarmentSpec, level, body: Body) -> BuiltGarme
         return BuiltGarment(name=g.name, cloth=cloth, level=0, edge_length=None, uv=cloth.rest_uv)
     from ..garments import load_pattern
 
-    pattern = load_pattern(g.pattern)
     levels = DEFAULT_LEVELS
     k = _level_index(levels, g, level, where)
-    mesh = pattern.mesh(levels[k])
+    if mesh is None:
+        mesh = load_pattern(g.pattern).mesh(levels[k])
     cloth = mesh.to_cloth(g.fabric, pin=True, name=g.name)
     cloth.vertices = cloth.vertices + np.asarray(g.offset)
     if len(cloth.pins):
@@ -218,7 +219,9 @@ def scene_level_set(scene: Scene, body) -> tuple[Any, dict]:
     built: dict[int, list] = {}
 
     def build(i):
-        bg = [build_garment(scene, spec, i, body) for spec in scene.garments]
+        # the hierarchy's meshes: each level is triangulated once, for its cloth and for the level mappings
+        # (the 5 mm T-shirt takes ~0.6 s; switches meshed both levels again, 1.2 s of a 10 -> 5 mm switch)
+        bg = [build_garment(scene, spec, i, body, mesh=h.level(i)) for spec, h in zip(scene.garments, hs)]
         built[i] = bg
         return [b.cloth for b in bg]
 
