@@ -65,6 +65,11 @@ class ColliderBuffers:
         self.velocities = wp.zeros(len(pts), dtype=wp.vec3, device=d)
         self.indices = wp.array(collider.triangles.astype(np.int32).ravel(), dtype=wp.int32, device=d)
         self.mesh = wp.Mesh(points=self.points, indices=self.indices, velocities=self.velocities)
+        # closed (every edge shared by exactly two triangles): a ray-parity inside test is meaningful
+        tri = collider.triangles.astype(np.int64)
+        e = np.sort(np.concatenate([tri[:, [0, 1]], tri[:, [1, 2]], tri[:, [2, 0]]]), axis=1)
+        _, counts = np.unique(e, axis=0, return_counts=True)
+        self.closed = bool(len(counts) and np.all(counts == 2))
         # host copy of the pose at the frame's start, and whether the next frame moves the collider: a
         # still collider's substep poses, BVH refits and contact-feature gathers are skipped
         self._host_start = pts.copy()

@@ -3,9 +3,9 @@ brief quasi-static relaxation.
 
 Projection: a vertex interpolated from a coarser level lies on the coarse triangle's chord, up to κ·h²/8
 inside a convex body of curvature κ (h the coarse edge length). Each free vertex closer to a collider
-surface than the cloth thickness r (or inside it: the closest face's normal and the ray parity both say so) is moved along the
-surface normal to distance r; a vertex below ``ground + r`` is lifted to it. The inward normal velocity of a
-moved vertex is removed.
+surface than the cloth thickness r, or inside it (its closest face's normal says so, and on a closed mesh the
+ray parity too), is moved along the surface normal to distance r; a vertex below ``ground + r`` is lifted to it.
+The inward normal velocity of a moved vertex is removed.
 
 Relaxation: ``substeps`` implicit steps of length h_r with the velocities set to zero (so the inertial target
 is the current position): each minimises ½·m/h_r²·|x − x_k|² + E(x), a proximal step that lets the stiff,
@@ -32,6 +32,7 @@ def project_out_kernel(
     vertex_cloth: wp.array(dtype=wp.int32),
     thickness: wp.array(dtype=float),
     mesh: wp.uint64,
+    closed: int,
     max_dist: float,
     use_ground: int,
     ground: float,
@@ -43,13 +44,13 @@ def project_out_kernel(
     p = x[i]
     r = thickness[vertex_cloth[i]]
     if mesh != wp.uint64(0):
-        # inside only where the closest face's normal and the ray parity agree: the normal-based sign alone can
-        # be wrong where the closest point is a body edge or corner seen from afar (on the H200 a cape vertex
-        # 129 mm outside the mannequin was taken as inside at the 10 -> 5 mm switch and put on the shoulder,
-        # which set the 5 mm drape flapping); parity alone is undefined for an open collider mesh
+        # on a closed mesh, inside only where the closest face's normal and the ray parity agree: the
+        # normal-based sign alone can be wrong where the closest point is a body edge or corner seen from afar
+        # (on the H200 a cape vertex 129 mm outside the mannequin was taken as inside at the 10 -> 5 mm switch
+        # and put on the shoulder, which set the 5 mm drape flapping); parity means nothing on an open mesh
         q = wp.mesh_query_point_sign_normal(mesh, p, max_dist)
         sign = q.sign
-        if q.result and sign < 0.0:
+        if q.result and sign < 0.0 and closed != 0:
             if wp.mesh_query_point_sign_parity(mesh, p, max_dist).sign > 0.0:
                 sign = 1.0
         if q.result:
@@ -80,11 +81,11 @@ def project_out(sim, max_dist: float = 0.25) -> np.ndarray:
     m, st, solver = sim.model, sim.state, sim.solver
     dev = m.device
     moved = wp.zeros(m.particle_count, dtype=float, device=dev)
-    meshes = [c.mesh.id for c in solver.colliders] or [wp.uint64(0)]
+    meshes = [(c.mesh.id, int(c.closed)) for c in solver.colliders] or [(wp.uint64(0), 0)]
     use_ground = int(sim.ground is not None)
-    for k, mid in enumerate(meshes):
+    for k, (mid, closed) in enumerate(meshes):
         wp.launch(project_out_kernel, m.particle_count,
-                  inputs=[st.x, st.v, m.inv_mass, m.vertex_cloth, m.mat_thickness, mid, float(max_dist),
+                  inputs=[st.x, st.v, m.inv_mass, m.vertex_cloth, m.mat_thickness, mid, closed, float(max_dist),
                           use_ground if k == 0 else 0, float(sim.ground or 0.0)],
                   outputs=[moved], device=dev)
     out = moved.numpy().copy()
