@@ -361,7 +361,7 @@ class MultiResSimulator:
     def estimate_level_bytes(self, level: int) -> dict:
         """Bytes level ``level`` would allocate, by category (computed from host data; nothing allocated)."""
         i = self.levels.index(level)
-        caps = self._capacities.get(i, {})
+        caps = self._start_capacities(i)
         key = (i, len(self._colliders), i in self._snapshots, tuple(sorted(caps.items())))
         if key not in self._estimates:
             snap = self._snapshots.get(i)
@@ -393,6 +393,7 @@ class MultiResSimulator:
             return SwitchReport(i, i, 0.0)
         bytes_before = self._owned_total()
         a_bytes = sum(b for _, (_, b) in self._level_bytes(a.sim).items())
+        self._record_capacities(a)  # the new level may start at these (_start_capacities): estimate with them
         self._check_budget(i, freeing=0 if keep_warm else a_bytes)
         old = a.sim
         x_old = old.positions().astype(np.float64)
@@ -566,10 +567,30 @@ class MultiResSimulator:
             buf.velocities.zero_()
             buf.mesh.refit()
 
+    def _start_capacities(self, i: int) -> dict:
+        """Contact list capacities level ``i`` starts with: those it grew to before; on its first activation
+        those of the nearest coarser level that has run, where there is one. A finer cloth triangle or edge
+        has fewer collider features within the (fixed) query radius, so the coarser level's collider lists
+        are long enough (the 20 mm T-shirt's relaxation after the switch overflowed its default triangle lists,
+        4 -> 8, where 40 mm had grown to 16, and was run twice). Self-contact lists go the other way (more cloth
+        within the radius per finer vertex): twice the coarser level's per level finer (the 5 mm T-shirt's
+        relaxation overflowed its edge-edge lists, 16 -> 32, and was run twice: 21 s of a 45 s switch on the
+        2-core CPU)."""
+        if i in self._capacities:
+            return self._capacities[i]
+        coarser = [j for j in self._capacities if j < i]
+        if not coarser:
+            return {}
+        j = max(coarser)
+        caps = dict(self._capacities[j])
+        if "self" in caps:
+            caps["self"] = tuple(int(c) << (i - j) for c in caps["self"])
+        return caps
+
     def _restore_capacities(self, i: int, sim: Simulator) -> None:
-        """Contact lists start at the capacities this level grew to before (so re-activating a level
-        allocates the same bytes every time, and its steps do not regrow them)."""
-        caps = self._capacities.get(i)
+        """Contact lists start at :meth:`_start_capacities` (so re-activating a level allocates the same bytes
+        every time, and its steps do not regrow them)."""
+        caps = self._start_capacities(i)
         if not caps:
             return
         cc = sim.solver.collider_contacts
