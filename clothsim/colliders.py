@@ -12,6 +12,7 @@ import numpy as np
 import warp as wp
 
 from .cloth import _as_float_array, _as_index_array
+from .topology import unique_edges
 
 wp.set_module_options({"enable_backward": False})  # no autodiff here: forward code only, compiles ~4x faster
 
@@ -66,10 +67,8 @@ class ColliderBuffers:
         self.indices = wp.array(collider.triangles.astype(np.int32).ravel(), dtype=wp.int32, device=d)
         self.mesh = wp.Mesh(points=self.points, indices=self.indices, velocities=self.velocities)
         # closed (every edge shared by exactly two triangles): a ray-parity inside test is meaningful
-        tri = collider.triangles.astype(np.int64)
-        e = np.sort(np.concatenate([tri[:, [0, 1]], tri[:, [1, 2]], tri[:, [2, 0]]]), axis=1)
-        _, counts = np.unique(e, axis=0, return_counts=True)
-        self.closed = bool(len(counts) and np.all(counts == 2))
+        _, tri_edge = unique_edges(collider.triangles)
+        self.closed = bool(tri_edge.size and np.all(np.bincount(tri_edge.ravel()) == 2))
         # host copy of the pose at the frame's start, and whether the next frame moves the collider: a
         # still collider's substep poses, BVH refits and contact-feature gathers are skipped
         self._host_start = pts.copy()
