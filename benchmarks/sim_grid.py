@@ -28,6 +28,11 @@ runs Newton's SolverVBD on the same mesh, material, step size and device in the 
    to reach Newton's error (log-log interpolation on clothsim's curve) and the ratio;
 3. intersections at the end (``clothsim.collision.count_self_intersections``) for both.
 
+``--jacobi`` adds a second clothsim curve, ``Simulator(sweep="jacobi")`` (one launch an iteration
+instead of one a colour; ``--jacobi-omega``, ``--jacobi-rho``), measured against the same references,
+and prints the time-to-reach tables for each clothsim curve and for the faster of the two at each
+Newton point.
+
 The material is isotropic (Newton's membrane has only two Lame parameters); the mapping is in
 benchmarks/newton_mapping.md and ``newton_side.newton_parameters``.
 
@@ -36,11 +41,14 @@ Examples::
     python benchmarks/sim_grid.py                                   # CPU: N = 32, 64
     python benchmarks/sim_grid.py --device cuda --sizes 64,128,256,512,1024 --self-collision
     .venv-newton/bin/python benchmarks/sim_grid.py --sizes 32 --compare newton
+    python benchmarks/sim_grid.py --device cuda:0 --sizes 128,256 --frames 10 --compare newton \
+        --jacobi --jacobi-rho 0.96 --ref-iterations 500          # session 15's H200 run
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import math
 import os
 import platform
@@ -60,6 +68,11 @@ from newton_side import (  # noqa: E402
 )
 
 SWEEP = (1, 2, 4, 8, 16, 32, 64, 100)
+# the Jacobi curve's settings (--jacobi): on the 2-core CPU, N = 64, 10 frames, error after 1 iteration
+# 2.3e-2 m with omega 0.66, 4.3e-2 m with 0.75, 0.62 m with 1; after 8 iterations (omega 0.66) 1.5e-3 m with
+# rho 0.93, 1.1e-3 m with 0.96 or 0.97; after 16, 7.9e-5 m with 0.96 and 1.9e-4 m with 0.98
+JACOBI_OMEGA = 0.66
+JACOBI_RHO = 0.96
 
 
 # --------------------------------------------------------------------------- scene
@@ -160,7 +173,10 @@ class ClothsimRunner:
     def __init__(self, cs, scene: Scene, mat: BenchMaterial, device: str, substeps: int,
                  initial_guess: str = "inertia", chebyshev_rho: float = 0.93,
                  membrane_hessian: str = "neo-hookean", cpu_threads: int | None = None,
-                 chebyshev_delay: int = 1, chebyshev_cap: bool = False):
+                 chebyshev_delay: int = 1, chebyshev_cap: bool = False, sweep: str = "gauss-seidel",
+                 jacobi_omega: float = 1.0, name: str = "clothsim"):
+        self.name = name
+        self.sweep, self.jacobi_omega = sweep, jacobi_omega
         self.cpu_threads = cpu_threads
         self.chebyshev_delay = chebyshev_delay
         self.chebyshev_cap = chebyshev_cap
@@ -183,7 +199,7 @@ class ClothsimRunner:
                                      initial_guess=self.initial_guess, chebyshev_rho=self.chebyshev_rho,
                                      chebyshev_delay=self.chebyshev_delay, chebyshev_cap=self.chebyshev_cap,
                                      membrane_hessian=self.membrane_hessian,
-                                     cpu_threads=self.cpu_threads)
+                                     cpu_threads=self.cpu_threads, sweep=self.sweep, jacobi_omega=self.jacobi_omega)
         self.iterations = iterations
         self.x0 = self.sim.positions().copy()
         self.v0 = np.zeros_like(self.x0)
@@ -249,6 +265,17 @@ def trajectory(runner, iterations: int, frames: int):
 def timing(runner, iterations: int, frames: int, runs: int):
     runner.build(iterations)
     return time_frames(runner.step, runner.sync, frames, runs=runs, reset_fn=runner.reset)
+
+
+JACOBI = "clothsim_jacobi"
+
+
+def jacobi_runner(cs, scene, mat, a) -> "ClothsimRunner":
+    """clothsim with Jacobi sweeps (``Simulator(sweep="jacobi")``): one launch an iteration instead of one a
+    colour, each step scaled by --jacobi-omega, Chebyshev with --jacobi-rho."""
+    return ClothsimRunner(cs, scene, mat, a.device, a.substeps, initial_guess_for(a, scene.kind), a.jacobi_rho,
+                          a.membrane_hessian, a.cpu_threads, a.chebyshev_delay, a.chebyshev_cap, sweep="jacobi",
+                          jacobi_omega=a.jacobi_omega, name=JACOBI)
 
 
 def initial_guess_for(a, kind: str) -> str:
@@ -392,6 +419,13 @@ def parse_args(argv=None):
                     "(default on since session 12)")
     ap.add_argument("--membrane-hessian", choices=["neo-hookean", "stvk"], default="neo-hookean",
                     help="clothsim Simulator(membrane_hessian=...) (default neo-hookean: the cloth here swings)")
+    ap.add_argument("--jacobi", action="store_true",
+                    help="also sweep clothsim with Jacobi iterations (Simulator(sweep='jacobi')) against the same "
+                         "references; the tables then give each curve and the faster of the two at each point")
+    ap.add_argument("--jacobi-omega", type=float, default=JACOBI_OMEGA,
+                    help=f"Simulator(jacobi_omega=...) of the Jacobi curve (default {JACOBI_OMEGA})")
+    ap.add_argument("--jacobi-rho", type=float, default=JACOBI_RHO,
+                    help=f"Chebyshev rho of the Jacobi curve (default {JACOBI_RHO})")
     ap.add_argument("--tile-max-vertices", type=int, default=None,
                     help="CUDA: colours up to this size get a half warp per vertex (clothsim.solver.vbd."
                     "TILE_MAX_VERTICES)")
@@ -434,14 +468,18 @@ def compare_case(cs, scene, mat, a, log, runners=None, progress=None):
     timing phase's, reused so that Newton's model, slow to build at N = 1024, is built once; ``progress``
     is called with the partial result after the references and after each sweep point)."""
     frames = a.compare_frames or (a.fold_frames if scene.kind == "fold" else 20)
-    runners = runners or {
+    runners = dict(runners or {
         "clothsim": ClothsimRunner(cs, scene, mat, a.device, a.substeps, initial_guess_for(a, scene.kind), a.chebyshev_rho,
                                    a.membrane_hessian, a.cpu_threads, a.chebyshev_delay, a.chebyshev_cap),
-        "newton": NewtonRunner(scene, mat, a.device, a.substeps)}
+        "newton": NewtonRunner(scene, mat, a.device, a.substeps)})
+    if a.jacobi:  # clothsim's Jacobi sweep as a second curve, measured against the same references
+        runners = {"clothsim": runners["clothsim"], JACOBI: jacobi_runner(cs, scene, mat, a), "newton": runners["newton"]}
     out = {"frames": frames, "ref_iterations": a.ref_iterations, "sweep": {}}
     progress = progress or (lambda _out: None)
     refs = {}
     for name, r in runners.items():
+        if name not in ("clothsim", "newton"):  # a variant: the references are Gauss–Seidel's and Newton's
+            continue
         path = ref_cache_path(a, scene, name, frames)
         if path is not None and path.exists():
             refs[name] = np.load(path)
@@ -484,11 +522,32 @@ def compare_case(cs, scene, mat, a, log, runners=None, progress=None):
 def reach_tables(sweep: dict) -> dict:
     """For each Newton sweep point, the clothsim time to reach its error (against either reference) and the
     ratio; ``..._clean`` keeps only runs that end with no intersections on both sides (the issue's fair
-    baseline: a run that ends tangled has not reached anything). Also usable on a stored JSON's sweep."""
+    baseline: a run that ends tangled has not reached anything). Also usable on a stored JSON's sweep.
+
+    With a second clothsim curve (``--jacobi``) there is a table per curve (suffix ``_jacobi``) and one for
+    the faster of the two at each Newton point (``_best``): a user picks the sweep for the accuracy needed."""
+    out = {}
+    variants = [v for v in sweep if v.startswith("clothsim")]
+    for v in variants:
+        suffix = "" if v == "clothsim" else "_" + v.split("_", 1)[1]
+        out |= {k + suffix: t for k, t in _reach_tables(sweep[v], sweep["newton"]).items()}
+    if len(variants) > 1:
+        for key in [k for k in out if k.startswith("time_to_newton_error") and k.count("_ref") == 1 and
+                    (k.endswith("_ref") or k.endswith("_clean"))]:
+            rows = []
+            for i, r in enumerate(out[key]):
+                cands = [out[key + ("" if v == "clothsim" else "_" + v.split("_", 1)[1])][i] for v in variants]
+                cands = [c | {"clothsim_variant": v} for c, v in zip(cands, variants) if c["clothsim_ms"] is not None]
+                rows.append(min(cands, key=lambda c: c["clothsim_ms"]) if cands else r)
+            out[key + "_best"] = rows
+    return out
+
+
+def _reach_tables(cs_sweep: list, nw_sweep: list) -> dict:
     out = {}
     for clean in (False, True):
-        cs_pts = [p for p in sweep["clothsim"] if not clean or p["intersections"] == 0]
-        nw_pts = [p for p in sweep["newton"] if not clean or p["intersections"] == 0]
+        cs_pts = [p for p in cs_sweep if not clean or p["intersections"] == 0]
+        nw_pts = [p for p in nw_sweep if not clean or p["intersections"] == 0]
         for ref in ("clothsim", "newton"):
             key = f"err_vs_{ref}_ref"
             reach = []
@@ -513,16 +572,21 @@ def print_compare(scene, res, pr):
     pr("| solver | iterations | ms/frame (median) | p10 | p90 | error vs clothsim ref [m] | error vs Newton ref [m] "
        "| intersections | folded |")
     pr("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for name in ("clothsim", "newton"):
-        for p in res["sweep"].get(name, []):
+    for name in res["sweep"]:
+        for p in res["sweep"][name]:
             pr(f"| {name} | {p['iterations']} | {p['ms_median']:.1f} | {p['ms_p10']:.1f} | {p['ms_p90']:.1f} | "
                f"{p['err_vs_clothsim_ref']:.3e} | {p['err_vs_newton_ref']:.3e} | {p['intersections']} | "
                f"{p['folded']:.2f} |")
-    for ref, clean in (("clothsim", False), ("newton", False), ("clothsim", True), ("newton", True)):
-        table = f"time_to_newton_error_vs_{ref}_ref" + ("_clean" if clean else "")
+    variants = [("", "")] + [(f"_{v.split('_', 1)[1]}", f" ({v.split('_', 1)[1]} sweep)") for v in res["sweep"]
+                              if v.startswith("clothsim_")]
+    if len(variants) > 1:
+        variants.append(("_best", " (the faster clothsim sweep at each point)"))
+    for (suffix, what), (ref, clean) in itertools.product(
+            variants, (("clothsim", False), ("newton", False), ("clothsim", True), ("newton", True))):
+        table = f"time_to_newton_error_vs_{ref}_ref" + ("_clean" if clean else "") + suffix
         if table not in res:  # --references-only, or a JSON from before the clean tables
             continue
-        pr(f"\nerror measured against the {ref} reference"
+        pr(f"\nerror measured against the {ref} reference{what}"
            + (", only runs that end with no intersections (both solvers)" if clean else "") + ":\n")
         pr("| Newton iterations | Newton ms/frame | Newton error [m] | clothsim ms/frame to reach it "
            "| ratio clothsim/Newton |")

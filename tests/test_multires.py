@@ -193,18 +193,19 @@ def test_seams_and_pins_carry_over_on_a_garment(device):
 def test_estimate_matches_owners_and_gc(device):
     """The budget estimate (host data only) equals the owners' accounting of the built simulator, and the
     owners' accounting equals the bytes of all live wp.arrays the simulator added (gc), for several setups."""
-    for self_collision, ncol in ((False, 0), (False, 1), (True, 2)):
+    for self_collision, ncol, sweep in ((False, 0, "gauss-seidel"), (False, 1, "gauss-seidel"), (True, 2, "gauss-seidel"),
+                                        (True, 1, "jacobi")):
         c = cs.Cloth.grid(resolution=(9, 7))
         c.pin(c.boundary("top"))
         c.add_seam([0, 1], [10, 11])
         cols = [_sphere(), cs.Collider.box()][:ncol]
         base = live_warp_array_bytes(device)
-        sim = cs.Simulator(c, device=device, self_collision=self_collision)
+        sim = cs.Simulator(c, device=device, self_collision=self_collision, sweep=sweep)
         for k in cols:
             sim.add_collider(k)
         owners = owner_bytes(sim)
         total = sum(b for _, b in owners.values())
-        est = estimate_simulator_bytes([c], self_collision=self_collision, colliders=cols)
+        est = estimate_simulator_bytes([c], self_collision=self_collision, colliders=cols, jacobi=sweep == "jacobi")
         by_cat = {}
         for cat, b in owners.values():
             by_cat[cat] = by_cat.get(cat, 0) + b

@@ -139,12 +139,13 @@ def independent_figures(device) -> dict:
 
 # ---------------------------------------------------------------------------------------------- estimates
 def estimate_simulator_bytes(cloths, *, self_collision: bool, colliders=(), model_bytes: int | None = None,
-                             collider_capacities=(8, 4), self_capacities=(16, 16, 16)) -> dict:
+                             collider_capacities=(8, 4), self_capacities=(16, 16, 16), jacobi: bool = False) -> dict:
     """Bytes a :class:`clothsim.Simulator` of ``cloths`` will allocate, by category, computed from host data
     before anything is allocated (the budget check). ``colliders``: host :class:`clothsim.Collider` objects.
     ``model_bytes``: the model's exact bytes if known (a host snapshot). ``collider_capacities``: (edge,
     triangle) list capacities of the collider feature contacts; ``self_capacities``: (vt, tv, ee) of the
-    self-contact lists (the solver's defaults; larger once lists have grown). Mirrors the allocations of
+    self-contact lists (the solver's defaults; larger once lists have grown). ``jacobi``: the simulator runs
+    Jacobi sweeps (a second iterate array). Mirrors the allocations of
     ClothModel, ClothState, SolverVBD, ColliderBuffers, ColliderContacts and SelfCollision; the tests check
     it equals the owners' accounting after the level is built."""
     off = np.concatenate([[0], np.cumsum([c.vertex_count for c in cloths])]).astype(np.int64)
@@ -166,8 +167,9 @@ def estimate_simulator_bytes(cloths, *, self_collision: bool, colliders=(), mode
     state = 3 * 12 * n + 2 * 12 * p
     k = len(colliders)
     # x_prev, y, normals, two Chebyshev history buffers (vec3 each), bad flag, θ per hinge, placeholder arguments
-    # (contacts off, external forces off: one vec3; collider feature pairs off: one vec4 edge normal)
-    scratch = 5 * 12 * n + 4 + 4 * b + (4 + 4) + (4 + 12 + 8) + 12 + 12 + 16
+    # (contacts off, external forces off: one vec3; collider feature pairs off: one vec4 edge normal), the
+    # Jacobi sweep's second iterate (one vec3 when sweeps are Gauss–Seidel)
+    scratch = 5 * 12 * n + 4 + 4 * b + (4 + 4) + (4 + 12 + 8) + 12 + 12 + 16 + 12 * (n if jacobi else 1)
     if self_collision or k:
         scratch += 3 * 12 * n  # frame backup
     collision = 40 * max(1, k) * n  # contact planes

@@ -366,9 +366,10 @@ class MultiResSimulator:
         if key not in self._estimates:
             snap = self._snapshots.get(i)
             hosts = [s.collider(i) for s in self._colliders]
+            settings = {**self._sim_kwargs, **self._level_settings.get(i, {})}
             self._estimates[key] = estimate_simulator_bytes(
                 self.levels.cloths(i),
-                self_collision=bool({**self._sim_kwargs, **self._level_settings.get(i, {})}.get("self_collision", False)),
+                self_collision=bool(settings.get("self_collision", False)), jacobi=settings.get("sweep") == "jacobi",
                 colliders=hosts, model_bytes=snap.nbytes_device if snap else None,
                 collider_capacities=caps.get("collider", (8, 4)), self_capacities=caps.get("self", (16, 16, 16)))
         return dict(self._estimates[key])

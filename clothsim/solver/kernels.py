@@ -309,8 +309,14 @@ def vertex_update(
     ground_enabled: int, ground_height: float, r: float, kc: float, h: float, kd: float,
     c_point: wp.array(dtype=wp.vec3), c_normal: wp.array(dtype=wp.vec3), c_vel: wp.array(dtype=wp.vec3),
     c_active: wp.array(dtype=wp.int32), slots: int,
+    jacobi: int, x_out: wp.array(dtype=wp.vec3), relax: float, cheb_omega: float,
 ):
     """x_i ← x_i + H⁻¹f, limited by the self-contact conservative bound.
+
+    Gauss–Seidel (``jacobi`` = 0): x_i is moved in place. Jacobi (``jacobi`` = 1): ``x`` is the iterate
+    x⁽ⁿ⁻¹⁾, read by every vertex, and the result goes to ``x_out``, which holds x⁽ⁿ⁻²⁾ (the solver
+    alternates two arrays): x̂ = x_i + relax·Δx, then the Chebyshev step x⁽ⁿ⁾ = ω(x̂ − x⁽ⁿ⁻²⁾) + x⁽ⁿ⁻²⁾
+    (``cheb_omega`` = ω; 1 = none), so an iteration is one launch with no copy.
 
     Contact planes (ground, colliders) are piecewise quadratic: zero while the vertex is clear of them.
     A Newton step from a point clear of a plane does not see it and can cross it by as much as the rest of
@@ -320,6 +326,12 @@ def vertex_update(
     (linearised at x_i) and the step is solved again: the exact minimiser of the vertex's local energy
     with one plane, and with several a step that ends at the planes instead of through them."""
     dx0, ok = block_step(H, f)
+    if jacobi != 0 and not ok:
+        xh = x[i]
+        if cheb_omega != 1.0:
+            xo = x_out[i]
+            xh = cheb_omega * (xh - xo) + xo
+        x_out[i] = xh
     if ok:
         xi = x[i]
         xpi = x_prev[i]
@@ -348,7 +360,14 @@ def vertex_update(
             bound = bound_fraction * min_dist[i]
             if dl > bound:
                 xn = xpi + d * (bound / dl)
-        x[i] = xn
+        if jacobi == 0:
+            x[i] = xn
+        else:
+            xh = xi + relax * (xn - xi)
+            if cheb_omega != 1.0:
+                xo = x_out[i]
+                xh = cheb_omega * (xh - xo) + xo
+            x_out[i] = xh
 
 
 @wp.func_native(
@@ -520,6 +539,12 @@ def _make_vbd_solve_kernel(tiled: bool, pair_contacts: bool = True, whole_warp: 
         bound_fraction: float,
         vertex_color: wp.array(dtype=wp.int32),
         x_iter: wp.array(dtype=wp.vec3),
+        # Jacobi sweep (vertex_update): 0 = Gauss–Seidel in place; else the output array (holding x⁽ⁿ⁻²⁾),
+        # the step's scale and the Chebyshev ω
+        jacobi: int,
+        x_out: wp.array(dtype=wp.vec3),
+        relax: float,
+        cheb_omega: float,
     ):
         tid = wp.tid()
         # untiled: thread tid sweeps slots [tid·chunk, (tid + 1)·chunk) in order (on the CPU a thread's
@@ -596,7 +621,8 @@ def _make_vbd_solve_kernel(tiled: bool, pair_contacts: bool = True, whole_warp: 
                                       v_spring, h, drag, wind, ground_enabled, ground_height, r, contact_stiffness, mu,
                                       friction_eps, kd, c_point, c_normal, c_vel, c_active, slots)
                 vertex_update(i, fl + fe, Hl + He, x, x_prev, self_enabled, min_dist, bound_fraction, ground_enabled,
-                              ground_height, r, contact_stiffness, h, kd, c_point, c_normal, c_vel, c_active, slots)
+                              ground_height, r, contact_stiffness, h, kd, c_point, c_normal, c_vel, c_active, slots,
+                              jacobi, x_out, relax, cheb_omega)
 
     if not tiled and pair_contacts:
         return wp.kernel(vbd_solve, name="vbd_solve_kernel")  # the CPU kernel, in this module

@@ -78,6 +78,8 @@ class SolverVBD:
         self.cheb_prev = wp.zeros(n, dtype=wp.vec3, device=d)
         self.cheb_prev2 = wp.zeros(n, dtype=wp.vec3, device=d)
         self.theta_prev = wp.zeros(len(model.host_bend), dtype=float, device=d)
+        # a Jacobi sweep's copy of the iterate (Simulator(sweep="jacobi")); 1 element otherwise
+        self.x_jac = wp.zeros(n if settings.sweep == "jacobi" else 1, dtype=wp.vec3, device=d)
         # per-vertex external acceleration (set_external_forces); allocated on first use
         self.ext_acc = None
         self._ext_off = wp.zeros(1, dtype=wp.vec3, device=d)
@@ -236,6 +238,8 @@ class SolverVBD:
         # accelerated run (ω = 1 there: only the history x⁽⁰⁾, x⁽¹⁾ is recorded); with fewer than
         # delay + 2 iterations it has nothing to do
         cheb = rho > 0.0 and s.iterations > delay + 1
+        # Jacobi sweeps (Simulator(sweep="jacobi")): one launch an iteration, the Chebyshev step inside it
+        jacobi = s.sweep == "jacobi"
         for sub in range(S):
             alpha = float(sub + 1) / S
             for c in self.colliders:
@@ -246,8 +250,9 @@ class SolverVBD:
             # the inertial step, the pins and (Chebyshev without delay) the history x⁽⁰⁾ in one launch
             self._launch(K.predict_kernel, n, [state.x, state.v, state.v_last, m.inv_mass, gravity, h, 1.0 / (1.0 + s.air_damping * h),
                                                GUESS_MODES[s.initial_guess], EXTRAPOLATE_MAX_ACC, self._ext_arg, int(self.ext_acc is not None),
-                                               m.pin_slot, state.pin_start, state.pin_end, alpha, int(cheb and delay == 0),
-                                               self.x_prev, self.y, self.cheb_prev2], site=sub)
+                                               m.pin_slot, state.pin_start, state.pin_end, alpha,
+                                               int(jacobi or (cheb and delay == 0)),
+                                               self.x_prev, self.y, self.x_jac if jacobi else self.cheb_prev2], site=sub)
             if s.drag > 0.0:
                 wp.launch(K.vertex_normals_kernel, n, inputs=[self.x_prev, m.tri, m.v_tri_offsets, m.v_tri], outputs=[self.normals], device=dev)
             for k, c in enumerate(self.colliders):
@@ -265,14 +270,25 @@ class SolverVBD:
                 self._launch(K.edge_angles_kernel, nbend, [self.x_prev, m.bend, self.theta_prev])
             omega = 1.0
             for it in range(s.iterations):
-                if self.self_contacts is not None:   # same-colour partners are read here (SelfCollision)
-                    wp.copy(self.self_contacts.x_iter, state.x)
                 j = it - delay                       # index within the accelerated run
                 if cheb and j >= 0:
                     omega = 1.0 if j == 0 else (2.0 / (2.0 - rho * rho) if j == 1 else 4.0 / (4.0 - rho * rho * omega))
                     omega = min(omega, omega_cap)
-                    if j == 0 and delay > 0:  # with no delay, predict_kernel recorded x⁽⁰⁾
-                        wp.copy(self.cheb_prev2, state.x)
+                if jacobi:
+                    # every free vertex at once: iteration it reads one iterate array and writes the other,
+                    # the last one writing state.x (predict_kernel put the first guess in both)
+                    out = state.x if (s.iterations - 1 - it) % 2 == 0 else self.x_jac
+                    jac = (self.x_jac if out is state.x else state.x, out, omega if cheb and j > 0 else 1.0)
+                    if dev.is_cpu:
+                        self._solve_cpu(self._solve_args(state, h, slots, jac), 0, self._free_count,
+                                        self._cpu_threads(), split=True)
+                    else:
+                        self._solve_color(state, 0, self._free_count, h, slots, jacobi=jac)
+                    continue
+                if self.self_contacts is not None:   # same-colour partners are read here (SelfCollision)
+                    wp.copy(self.self_contacts.x_iter, state.x)
+                if cheb and j == 0 and delay > 0:    # with no delay, predict_kernel recorded x⁽⁰⁾
+                    wp.copy(self.cheb_prev2, state.x)
                 if dev.is_cpu and cpu_args is None:
                     cpu_args = self._solve_args(state, h, slots)  # the same arrays and values all frame
                 if dev.is_cpu and self._cpu_threads() > 1 and self._cpu_split:
@@ -323,7 +339,7 @@ class SolverVBD:
             return 1
         return max(1, int(getattr(self.s, "cpu_threads", 1)))
 
-    def _solve_cpu(self, args, start, count, threads):
+    def _solve_cpu(self, args, start, count, threads, split=False):
         """Colour vertices [start, start + count) on the CPU, in contiguous chunks on ``threads`` threads
         (worker threads and this one) when each chunk gets at least CPU_CHUNK_MIN vertices.
 
@@ -332,6 +348,8 @@ class SolverVBD:
         (pinned 64×64 grid, 1 iteration: 2.7 ms of a 45 ms frame is launch overhead)."""
         m = self.model
         t = max(1, min(threads, count // CPU_CHUNK_MIN))
+        if split:  # a Jacobi sweep: any vertices may share a chunking, contact pairs or not
+            t = max(1, min(int(getattr(self.s, "cpu_threads", 1)), count // CPU_CHUNK_MIN))
         entry = self._cpu_launches.get((start, count, t))
         if entry is not None and entry[2] is not args:  # a new argument list (one per frame): compare it
             ids = tuple(_arg_key(a) for a in args)
@@ -363,11 +381,18 @@ class SolverVBD:
         """Whether the solve needs the kernel variant with the contact-pair loops."""
         return self.collider_contacts is not None or self.self_contacts is not None
 
-    def _solve_args(self, state, h, slots):
+    def _solve_args(self, state, h, slots, jacobi=None):
+        """The solve kernel's arguments after its first five. A Gauss–Seidel sweep reads and writes
+        ``state.x``; a Jacobi sweep (``jacobi`` = (input, output, Chebyshev ω)) reads one of the two
+        iterate arrays and writes the other (kernels.vertex_update)."""
         m = self.model
         s = self.s
+        x_in = state.x if jacobi is None else jacobi[0]
+        self_args = self.self_contacts.kernel_args() if self.self_contacts is not None else self._self_off_args
+        if jacobi is not None and self.self_contacts is not None:
+            self_args = [*self_args[:-1], x_in]  # same-colour partners: every vertex reads the sweep's input
         return [
-            state.x, self.x_prev, self.y, self.normals, self.theta_prev,
+            x_in, self.x_prev, self.y, self.normals, self.theta_prev,
             m.mass, m.vertex_area, m.vertex_cloth,
             m.tri, m.tri_dm_inv, m.tri_area, m.v_tri_offsets, m.v_tri,
             m.bend, m.bend_k, m.bend_rest, m.v_bend_offsets, m.v_bend,
@@ -378,13 +403,14 @@ class SolverVBD:
             self.c_point, self.c_normal, self.c_vel, self.c_active, slots,
             m.edges, m.v_edge_offsets, m.v_edge,
             *(self.collider_contacts.kernel_args() if self.collider_contacts is not None else self._collider_off_args),
-            *(self.self_contacts.kernel_args() if self.self_contacts is not None else self._self_off_args),
+            *self_args,
+            *((0, state.x, 1.0, 1.0) if jacobi is None else (1, jacobi[1], float(s.jacobi_omega), float(jacobi[2]))),
         ]
 
-    def _solve_color(self, state, start, count, h, slots):
-        """One colour on CUDA (the CPU sweeps go through _solve_cpu)."""
+    def _solve_color(self, state, start, count, h, slots, jacobi=None):
+        """One colour on CUDA (the CPU sweeps go through _solve_cpu); with ``jacobi`` all free vertices."""
         m = self.model
-        args = self._solve_args(state, h, slots)
+        args = self._solve_args(state, h, slots, jacobi)
         pairs = self._pair_contacts()
         if count <= TILE_MAX_VERTICES:
             lanes = K.WARP_LANES if (CONTACT_LANES if pairs else ELASTIC_LANES) == K.WARP_LANES else K.LANES
@@ -402,7 +428,7 @@ class SolverVBD:
 
     # ------------------------------------------------------------------ memory
     def memory_report(self) -> dict:
-        scratch = [self.x_prev, self.y, self.normals, self.bad, self.theta_prev, self.cheb_prev, self.cheb_prev2,
+        scratch = [self.x_prev, self.y, self.normals, self.bad, self.theta_prev, self.cheb_prev, self.cheb_prev2, self.x_jac,
                    self._ext_off] + ([self.ext_acc] if self.ext_acc is not None else [])
         contacts = [self.c_point, self.c_normal, self.c_vel, self.c_active]
         rep = {
@@ -434,7 +460,7 @@ class SolverVBD:
             self.collider_contacts = None
         self.backup = []
         self._collider_off_args = []
-        self.x_prev = self.y = self.normals = self.bad = self.theta_prev = self.cheb_prev = self.cheb_prev2 = None
+        self.x_prev = self.y = self.normals = self.bad = self.theta_prev = self.cheb_prev = self.cheb_prev2 = self.x_jac = None
         self.ext_acc = self._ext_off = None
         self._self_off_args = []
         self.c_point = self.c_normal = self.c_vel = self.c_active = None
