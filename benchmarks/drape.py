@@ -47,7 +47,8 @@ sys.path.insert(0, str(ROOT))
 
 def run_one(path: Path, level: int, device: str, frames: int | None, max_seconds: float | None = None,
             substeps: int | None = None, refine_from: int | None = None,
-            contact_stiffness: float | None = None, save_state: Path | None = None) -> dict:
+            contact_stiffness: float | None = None, save_state: Path | None = None, sweep: str | None = None,
+            final_sweep: str | None = None) -> dict:
     import clothsim as cs
     from clothsim.scene import Drape
     from clothsim.scene.run import with_overrides
@@ -64,6 +65,12 @@ def run_one(path: Path, level: int, device: str, frames: int | None, max_seconds
     scene = with_overrides(cs.load_scene(path), device=device, frames=frames, substeps=substeps)
     if contact_stiffness is not None:  # body contact stiffness [N/m] per vertex, instead of the scene's
         scene = scene.replace(simulation=dataclasses.replace(scene.simulation, contact_stiffness=float(contact_stiffness)))
+    if sweep is not None:  # every level's sweep (clothsim.Simulator's), instead of the scene's
+        scene = scene.replace(simulation=dataclasses.replace(scene.simulation, sweep=sweep))
+    if final_sweep is not None:  # the garments' level's sweep, fine-only or the last level of coarse-to-fine
+        lv = dict(scene.simulation.levels)
+        lv[level] = {**lv.get(level, {}), "sweep": final_sweep}
+        scene = scene.replace(simulation=dataclasses.replace(scene.simulation, levels=lv))
     if refine_from is None:  # fine-only, whatever the scene file says
         scene = scene.replace(simulation=dataclasses.replace(scene.simulation, refine_from=None))
     t0, c0 = time.perf_counter(), time.process_time()
@@ -256,6 +263,10 @@ def main(argv=None) -> int:
     ap.add_argument("--save-state", type=Path, default=None, metavar="DIR",
                     help="write each case's final state to DIR/<scene>_l<level>_<mode>.npz (positions, triangles, seams, "
                          "body, per-triangle cloth intersections)")
+    ap.add_argument("--sweep", choices=["gauss-seidel", "jacobi"], default=None,
+                    help="every level's sweep (clothsim.Simulator(sweep=...)) instead of the scene's")
+    ap.add_argument("--final-sweep", choices=["gauss-seidel", "jacobi"], default=None,
+                    help="the sweep at the requested level only (fine-only, and the last level of coarse-to-fine)")
     ap.add_argument("--tag", default=None, help="results file tag (default: the device)")
     ap.add_argument("--note", default="", help="free text stored in the JSON and markdown (e.g. machine load)")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
@@ -273,7 +284,7 @@ def main(argv=None) -> int:
     result = {"benchmark": "drape", "device": args.device, "host": platform.node(), "python": platform.python_version(),
               "warp": wp.config.version, "levels": args.levels, "frame_cap": args.frames,
               "max_seconds": args.max_seconds, "level_substeps": args.level_substeps, "budget_seconds": args.budget_seconds, "note": args.note,
-              "contact_stiffness": args.contact_stiffness,
+              "contact_stiffness": args.contact_stiffness, "sweep": args.sweep, "final_sweep": args.final_sweep,
               "refine_from": args.refine_from, "compare": args.compare, "rows": []}
     rows = result["rows"]
     start = time.perf_counter()
@@ -293,7 +304,7 @@ def main(argv=None) -> int:
                 try:
                     sub = args.level_substeps[min(lv, len(args.level_substeps) - 1)] if args.level_substeps else None
                     row = run_one(p, lv, args.device, args.frames, args.max_seconds, sub, mode_rf,
-                                  args.contact_stiffness, args.save_state)
+                                  args.contact_stiffness, args.save_state, args.sweep, args.final_sweep)
                 except Exception as e:  # noqa: BLE001 - one failing case must not stop the rest
                     row = {"scene": p.stem, "level": lv, "error": f"{type(e).__name__}: {e}"}
                 rows.append(row)

@@ -234,3 +234,30 @@ def test_levels_key_sets_substeps_per_level_and_an_override_beats_it():
     assert forced.simulation.levels == {0: {}, 1: {"iterations": 4}}
     with Drape(forced, level=0) as d:
         assert d.sim.substeps == 2
+
+
+def test_sweep_key_sets_the_sweep_per_scene_and_per_level(tmp_path):
+    """``sweep`` (clothsim.Simulator's) in [simulation] and in a [simulation.levels] entry: the level's entry
+    wins where given; a bad value names the key and the choices."""
+    p = tmp_path / "s.toml"
+
+    def parse(extra):
+        p.write_text(_scene_text(extra).replace("../assets", str(ROOT / "assets")), encoding="utf-8")
+        return parse_scene(p).simulation
+
+    s = parse('sweep = "jacobi"\nlevels = { 2 = { sweep = "gauss-seidel" } }')
+    assert (s.sweep, s.sweep_at(0), s.sweep_at(2), s.sweep_at(None)) == ("jacobi", "jacobi", "gauss-seidel", "jacobi")
+    assert parse("").sweep_at(1) == "gauss-seidel"
+    for extra, match in [('sweep = "red-black"', r"simulation.sweep: .*gauss-seidel.*jacobi"),
+                         ('levels = { 1 = { sweep = 2 } }', r"simulation.levels.1.sweep")]:
+        with pytest.raises(cs.InputError, match=match):
+            parse(extra)
+    base = with_overrides(_with_refine(load_scene(SKIRT), None), device="cpu")
+    scene = base.replace(simulation=dataclasses.replace(base.simulation, sweep="jacobi",
+                                                        levels={1: {"sweep": "gauss-seidel"}}))
+    with Drape(scene, level=0) as d:
+        assert d.sim.sweep == "jacobi"
+    with Drape(scene, level=1, refine_from=0) as d:
+        assert d.sim.simulator.sweep == "jacobi"
+        d.refine()
+        assert d.sim.simulator.sweep == "gauss-seidel"

@@ -275,7 +275,8 @@ class Drape:
                              contact_stiffness=self._contact_stiffness(sim_spec.contact_stiffness,
                                                                        min(edges, default=None)),
                              contact_damping=sim_spec.contact_damping, drag=sim_spec.drag,
-                             air_damping=sim_spec.air_damping, initial_guess="adaptive")
+                             air_damping=sim_spec.air_damping, initial_guess="adaptive",
+                             sweep=sim_spec.sweep_at(next(iter(garment_levels), None)))
         try:
             self.collider = Collider.mesh(self.body.collider_vertices, self.body.triangles, name="avatar")
             self.collider_handle = self.sim.add_collider(self.collider)
@@ -331,7 +332,7 @@ class Drape:
         over = {}  # drafts at half the substeps, the final level the scene's, unless [simulation.levels] says
         for i in range(r, k + 1):
             sub, it = s.at_level(i, self.coarse_substeps if i < k else None)
-            over[i] = {"substeps": sub, "iterations": it}
+            over[i] = {"substeps": sub, "iterations": it, "sweep": s.sweep_at(i)}
         e = self.levels.edge_lengths
         for i in range(r, k + 1):  # contact stiffness per vertex area (see _contact_stiffness)
             over.setdefault(i, {})["contact_stiffness"] = self._contact_stiffness(s.contact_stiffness, float(e[i]))

@@ -146,8 +146,10 @@ class SimulationSpec:
     air_damping: float = 0.0
     checks: CheckSpec = field(default_factory=CheckSpec)
     refine_from: int | None = None
-    # per-level solver settings: level index (0 = coarsest) -> {"substeps": n, "iterations": n}, used whenever
-    # a garment is simulated at that level (see :meth:`at_level`)
+    # how an iteration visits the vertices: "gauss-seidel" or "jacobi" (clothsim.Simulator's ``sweep``)
+    sweep: str = "gauss-seidel"
+    # per-level solver settings: level index (0 = coarsest) -> {"substeps": n, "iterations": n, "sweep": s},
+    # used whenever a garment is simulated at that level (see :meth:`at_level`, :meth:`sweep_at`)
     levels: dict = field(default_factory=dict)
 
     def at_level(self, level: int | None, substeps: int | None = None) -> tuple[int, int]:
@@ -156,6 +158,11 @@ class SimulationSpec:
         own = self.levels.get(level, {}) if level is not None else {}
         return (int(own.get("substeps", substeps if substeps is not None else self.substeps)),
                 int(own.get("iterations", self.iterations)))
+
+    def sweep_at(self, level: int | None) -> str:
+        """The sweep for simulating at ``level``: the ``[simulation.levels]`` entry's, else the scene's."""
+        own = self.levels.get(level, {}) if level is not None else {}
+        return str(own.get("sweep", self.sweep))
 
 
 @dataclass(frozen=True)
@@ -231,8 +238,8 @@ FORMAT_KEYS: dict[str, tuple[str, ...]] = {
     "pose": ("joints", "blend_frames"),
     "simulation": ("device", "dt", "substeps", "iterations", "frame_cap", "min_frames", "self_collision",
                    "skin_thickness", "ground", "contact_stiffness", "contact_damping", "drag", "air_damping",
-                   "checks", "refine_from", "levels"),
-    "simulation.levels": ("substeps", "iterations"),
+                   "checks", "refine_from", "levels", "sweep"),
+    "simulation.levels": ("substeps", "iterations", "sweep"),
     "simulation.checks": ("kinetic_energy", "residual", "seam_gap", "penetration", "settle_frames"),
     "cameras": ("name", "view", "position", "target", "focal_length_mm", "sensor_width_mm"),
     "lights": ("kind", "name", "intensity", "color", "direction", "position", "inner_cone_deg", "outer_cone_deg",
@@ -411,9 +418,13 @@ def _read_simulation(t: Table | None) -> SimulationSpec:
         air_damping=t.number("air_damping", d.air_damping, lo=0.0, hi=1.0e3, unit="1/s"),
         checks=_read_checks(t.table("checks", FORMAT_KEYS["simulation.checks"])),
         refine_from=refine_from,
+        sweep=t.string("sweep", d.sweep, choices=SWEEPS),
         levels=_read_levels(t),
     )
 
+
+
+SWEEPS = ("gauss-seidel", "jacobi")
 
 
 def _read_levels(t: Table) -> dict:
@@ -437,6 +448,8 @@ def _read_levels(t: Table) -> dict:
             entry["substeps"] = lt.integer("substeps", lo=1, hi=MAX_SUBSTEPS)
         if lt.has("iterations"):
             entry["iterations"] = lt.integer("iterations", lo=1, hi=MAX_ITERATIONS)
+        if lt.has("sweep"):
+            entry["sweep"] = lt.string("sweep", choices=SWEEPS)
         out[int(k)] = entry
     return out
 
