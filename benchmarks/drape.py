@@ -28,7 +28,11 @@ settled at level R, then each finer level up to L settles in turn (the frame cap
 row gives frames, stepping time and the switch time per level, and the checks at level L. ``--compare`` runs
 each case fine-only first, then coarse-to-fine, one after the other in the same process (rows ``mode``
 "fine" and "c2f"); ``--max-seconds`` caps each of them.
-The first scene on a cold Warp kernel cache includes compilation (reported as its setup time).
+Before the timed runs, ``--warmup`` (on by default) drapes the first scene for 2 frames a level, fine-only and
+coarse-to-fine, so that Warp's compiling and loading of kernel modules (on first use in a process) stays out of
+the timings; without it the first scene includes them (session 14 and earlier ran without it). ``--sweep``,
+``--final-sweep`` and ``--chebyshev-rho`` / ``--chebyshev-delay`` set the solver's sweep and acceleration
+(the scene keys ``sweep`` and ``chebyshev_rho`` / ``chebyshev_delay``) for every case.
 """
 
 from __future__ import annotations
@@ -48,7 +52,7 @@ sys.path.insert(0, str(ROOT))
 def run_one(path: Path, level: int, device: str, frames: int | None, max_seconds: float | None = None,
             substeps: int | None = None, refine_from: int | None = None,
             contact_stiffness: float | None = None, save_state: Path | None = None, sweep: str | None = None,
-            final_sweep: str | None = None) -> dict:
+            final_sweep: str | None = None, chebyshev: tuple[float, int] | None = None) -> dict:
     import clothsim as cs
     from clothsim.scene import Drape
     from clothsim.scene.run import with_overrides
@@ -67,6 +71,9 @@ def run_one(path: Path, level: int, device: str, frames: int | None, max_seconds
         scene = scene.replace(simulation=dataclasses.replace(scene.simulation, contact_stiffness=float(contact_stiffness)))
     if sweep is not None:  # every level's sweep (clothsim.Simulator's), instead of the scene's
         scene = scene.replace(simulation=dataclasses.replace(scene.simulation, sweep=sweep))
+    if chebyshev is not None:  # Chebyshev acceleration (rho, delay) instead of the scene's
+        scene = scene.replace(simulation=dataclasses.replace(scene.simulation, chebyshev_rho=float(chebyshev[0]),
+                                                             chebyshev_delay=int(chebyshev[1])))
     if final_sweep is not None:  # the garments' level's sweep, fine-only or the last level of coarse-to-fine
         lv = dict(scene.simulation.levels)
         lv[level] = {**lv.get(level, {}), "sweep": final_sweep}
@@ -267,6 +274,13 @@ def main(argv=None) -> int:
                     help="every level's sweep (clothsim.Simulator(sweep=...)) instead of the scene's")
     ap.add_argument("--final-sweep", choices=["gauss-seidel", "jacobi"], default=None,
                     help="the sweep at the requested level only (fine-only, and the last level of coarse-to-fine)")
+    ap.add_argument("--chebyshev-rho", type=float, default=None,
+                    help="Chebyshev acceleration rho of every level (the scene's chebyshev_rho; default the scene's)")
+    ap.add_argument("--chebyshev-delay", type=int, default=0, help="plain iterations before it (with --chebyshev-rho)")
+    ap.add_argument("--warmup", action=argparse.BooleanOptionalAction, default=True,
+                    help="first drape the first scene for 2 frames a level, fine-only and coarse-to-fine, untimed: "
+                         "Warp compiles and loads each kernel module on first use, which would otherwise land in the "
+                         "first timed run (default on)")
     ap.add_argument("--tag", default=None, help="results file tag (default: the device)")
     ap.add_argument("--note", default="", help="free text stored in the JSON and markdown (e.g. machine load)")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
@@ -285,8 +299,23 @@ def main(argv=None) -> int:
               "warp": wp.config.version, "levels": args.levels, "frame_cap": args.frames,
               "max_seconds": args.max_seconds, "level_substeps": args.level_substeps, "budget_seconds": args.budget_seconds, "note": args.note,
               "contact_stiffness": args.contact_stiffness, "sweep": args.sweep, "final_sweep": args.final_sweep,
+              "chebyshev": None if args.chebyshev_rho is None else [args.chebyshev_rho, args.chebyshev_delay],
+              "warmup": args.warmup,
               "refine_from": args.refine_from, "compare": args.compare, "rows": []}
     rows = result["rows"]
+    cheb = None if args.chebyshev_rho is None else (args.chebyshev_rho, args.chebyshev_delay)
+    if args.warmup and paths and args.levels:
+        lv = args.levels[0]
+        rf = args.refine_from if args.refine_from is not None and args.refine_from < lv else None
+        t0 = time.perf_counter()
+        for mode_rf in [None, rf] if rf is not None else [None]:
+            try:
+                run_one(paths[0], lv, args.device, 2, None, None, mode_rf, args.contact_stiffness, None, args.sweep,
+                        args.final_sweep, cheb)
+            except Exception as e:  # noqa: BLE001 - the timed run reports it
+                print(f"warm-up failed: {type(e).__name__}: {e}", flush=True)
+        result["warmup_s"] = time.perf_counter() - t0
+        print(f"warm-up ({paths[0].stem}, level {lv}, 2 frames a level): {result['warmup_s']:.1f} s", flush=True)
     start = time.perf_counter()
     for lv in args.levels:
         for p in paths:
@@ -304,7 +333,7 @@ def main(argv=None) -> int:
                 try:
                     sub = args.level_substeps[min(lv, len(args.level_substeps) - 1)] if args.level_substeps else None
                     row = run_one(p, lv, args.device, args.frames, args.max_seconds, sub, mode_rf,
-                                  args.contact_stiffness, args.save_state, args.sweep, args.final_sweep)
+                                  args.contact_stiffness, args.save_state, args.sweep, args.final_sweep, cheb)
                 except Exception as e:  # noqa: BLE001 - one failing case must not stop the rest
                     row = {"scene": p.stem, "level": lv, "error": f"{type(e).__name__}: {e}"}
                 rows.append(row)

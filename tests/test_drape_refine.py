@@ -261,3 +261,20 @@ def test_sweep_key_sets_the_sweep_per_scene_and_per_level(tmp_path):
         assert d.sim.simulator.sweep == "jacobi"
         d.refine()
         assert d.sim.simulator.sweep == "gauss-seidel"
+
+
+def test_chebyshev_keys_reach_the_simulators(tmp_path):
+    p = tmp_path / "s.toml"
+    p.write_text(_scene_text("chebyshev_rho = 0.9\nchebyshev_delay = 1").replace("../assets", str(ROOT / "assets")),
+                 encoding="utf-8")
+    s = parse_scene(p).simulation
+    assert (s.chebyshev_rho, s.chebyshev_delay) == (0.9, 1)
+    p.write_text(_scene_text("chebyshev_rho = 1.5").replace("../assets", str(ROOT / "assets")), encoding="utf-8")
+    with pytest.raises(cs.InputError, match="simulation.chebyshev_rho"):
+        parse_scene(p)
+    base = with_overrides(_with_refine(load_scene(SKIRT), None), device="cpu")
+    scene = base.replace(simulation=dataclasses.replace(base.simulation, chebyshev_rho=0.9, chebyshev_delay=1))
+    with Drape(scene, level=0) as d:
+        assert (d.sim.chebyshev_rho, d.sim.chebyshev_delay) == (0.9, 1)
+    with Drape(scene, level=1, refine_from=0) as d:
+        assert (d.sim.simulator.chebyshev_rho, d.sim.simulator.chebyshev_delay) == (0.9, 1)

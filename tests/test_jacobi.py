@@ -66,6 +66,10 @@ def test_jacobi_result_does_not_depend_on_the_cpu_thread_count():
     a = _run("cpu", 3, frames=2, res=48, cpu_threads=1)
     b = _run("cpu", 3, frames=2, res=48, cpu_threads=2)
     assert np.array_equal(a, b)
+    # with self contact too (a Gauss–Seidel sweep then stays in one thread; a Jacobi sweep still splits)
+    a = _run("cpu", 2, frames=1, res=48, cpu_threads=1, self_collision=True)
+    b = _run("cpu", 2, frames=1, res=48, cpu_threads=2, self_collision=True)
+    assert np.array_equal(a, b)
 
 
 def test_sweep_settings_are_checked():

@@ -276,7 +276,8 @@ class Drape:
                                                                        min(edges, default=None)),
                              contact_damping=sim_spec.contact_damping, drag=sim_spec.drag,
                              air_damping=sim_spec.air_damping, initial_guess="adaptive",
-                             sweep=sim_spec.sweep_at(next(iter(garment_levels), None)))
+                             sweep=sim_spec.sweep_at(next(iter(garment_levels), None)),
+                             chebyshev_rho=sim_spec.chebyshev_rho, chebyshev_delay=sim_spec.chebyshev_delay)
         try:
             self.collider = Collider.mesh(self.body.collider_vertices, self.body.triangles, name="avatar")
             self.collider_handle = self.sim.add_collider(self.collider)
@@ -343,7 +344,8 @@ class Drape:
                                      level_settings=over, level_thickness=thick,
                                      iterations=s.iterations, ground=s.ground, self_collision=s.self_collision,
                                      contact_stiffness=s.contact_stiffness, contact_damping=s.contact_damping,
-                                     drag=s.drag, air_damping=s.air_damping, initial_guess="adaptive", **relax_kw)
+                                     drag=s.drag, air_damping=s.air_damping, initial_guess="adaptive",
+                                     chebyshev_rho=s.chebyshev_rho, chebyshev_delay=s.chebyshev_delay, **relax_kw)
         try:
             self.levels.cloths(k)  # the final level's garments (what is exported and checked), built up front
             self.garments = self._built[k]

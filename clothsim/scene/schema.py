@@ -148,6 +148,9 @@ class SimulationSpec:
     refine_from: int | None = None
     # how an iteration visits the vertices: "gauss-seidel" or "jacobi" (clothsim.Simulator's ``sweep``)
     sweep: str = "gauss-seidel"
+    # Chebyshev acceleration of the iterations (clothsim.Simulator's chebyshev_rho, chebyshev_delay); 0 = off
+    chebyshev_rho: float = 0.0
+    chebyshev_delay: int = 0
     # per-level solver settings: level index (0 = coarsest) -> {"substeps": n, "iterations": n, "sweep": s},
     # used whenever a garment is simulated at that level (see :meth:`at_level`, :meth:`sweep_at`)
     levels: dict = field(default_factory=dict)
@@ -238,7 +241,7 @@ FORMAT_KEYS: dict[str, tuple[str, ...]] = {
     "pose": ("joints", "blend_frames"),
     "simulation": ("device", "dt", "substeps", "iterations", "frame_cap", "min_frames", "self_collision",
                    "skin_thickness", "ground", "contact_stiffness", "contact_damping", "drag", "air_damping",
-                   "checks", "refine_from", "levels", "sweep"),
+                   "checks", "refine_from", "levels", "sweep", "chebyshev_rho", "chebyshev_delay"),
     "simulation.levels": ("substeps", "iterations", "sweep"),
     "simulation.checks": ("kinetic_energy", "residual", "seam_gap", "penetration", "settle_frames"),
     "cameras": ("name", "view", "position", "target", "focal_length_mm", "sensor_width_mm"),
@@ -419,6 +422,8 @@ def _read_simulation(t: Table | None) -> SimulationSpec:
         checks=_read_checks(t.table("checks", FORMAT_KEYS["simulation.checks"])),
         refine_from=refine_from,
         sweep=t.string("sweep", d.sweep, choices=SWEEPS),
+        chebyshev_rho=t.number("chebyshev_rho", d.chebyshev_rho, lo=0.0, hi=0.99),
+        chebyshev_delay=t.integer("chebyshev_delay", d.chebyshev_delay, lo=0, hi=MAX_ITERATIONS),
         levels=_read_levels(t),
     )
 

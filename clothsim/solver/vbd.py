@@ -281,7 +281,7 @@ class SolverVBD:
                     jac = (self.x_jac if out is state.x else state.x, out, omega if cheb and j > 0 else 1.0)
                     if dev.is_cpu:
                         self._solve_cpu(self._solve_args(state, h, slots, jac), 0, self._free_count,
-                                        self._cpu_threads(), split=True)
+                                        self._cpu_threads(), split=True, site=("jacobi", it))
                     else:
                         self._solve_color(state, 0, self._free_count, h, slots, jacobi=jac)
                     continue
@@ -339,7 +339,7 @@ class SolverVBD:
             return 1
         return max(1, int(getattr(self.s, "cpu_threads", 1)))
 
-    def _solve_cpu(self, args, start, count, threads, split=False):
+    def _solve_cpu(self, args, start, count, threads, split=False, site=None):
         """Colour vertices [start, start + count) on the CPU, in contiguous chunks on ``threads`` threads
         (worker threads and this one) when each chunk gets at least CPU_CHUNK_MIN vertices.
 
@@ -350,12 +350,14 @@ class SolverVBD:
         t = max(1, min(threads, count // CPU_CHUNK_MIN))
         if split:  # a Jacobi sweep: any vertices may share a chunking, contact pairs or not
             t = max(1, min(int(getattr(self.s, "cpu_threads", 1)), count // CPU_CHUNK_MIN))
-        entry = self._cpu_launches.get((start, count, t))
+        # a Jacobi sweep's launches differ per iteration (arrays alternate, Chebyshev ω): one entry per ``site``
+        key = (start, count, t) if site is None else (start, count, t, site)
+        entry = self._cpu_launches.get(key)
         if entry is not None and entry[2] is not args:  # a new argument list (one per frame): compare it
             ids = tuple(_arg_key(a) for a in args)
             entry = (ids, entry[1], args) if entry[0] == ids else None
             if entry is not None:
-                self._cpu_launches[(start, count, t)] = entry
+                self._cpu_launches[key] = entry
         if entry is None:
             ids = tuple(_arg_key(a) for a in args)
             # one entry per chunking: a changed argument replaces it, so no released array stays referenced
@@ -365,13 +367,15 @@ class SolverVBD:
                                   inputs=[m.color_vertices, b0, b1 - b0, 1, CPU_SLOTS_PER_THREAD, *args],
                                   device=m.device, record_cmd=True) for b0, b1 in zip(bounds, bounds[1:])]
             entry = (ids, launches, args)  # args: keeps the arrays (and so their ids) alive
-            self._cpu_launches[(start, count, t)] = entry
+            self._cpu_launches[key] = entry
         launches = entry[1]
         if t == 1:
             launches[0].launch()
             return
         if self._pool is None:
-            self._pool = ThreadPoolExecutor(max_workers=self._cpu_threads() - 1, thread_name_prefix="clothsim-vbd")
+            # sized for the most threads a sweep may use (a Jacobi sweep splits even with self contact)
+            self._pool = ThreadPoolExecutor(max_workers=max(1, int(getattr(self.s, "cpu_threads", 1)) - 1),
+                                            thread_name_prefix="clothsim-vbd")
         futures = [self._pool.submit(cmd.launch) for cmd in launches[1:]]
         launches[0].launch()
         for f in futures:
