@@ -257,7 +257,7 @@ class SolverVBD:
                 wp.launch(K.vertex_normals_kernel, n, inputs=[self.x_prev, m.tri, m.v_tri_offsets, m.v_tri], outputs=[self.normals], device=dev)
             for k, c in enumerate(self.colliders):
                 wp.launch(K.collider_detect_kernel, n,
-                          inputs=[self.x_prev, c.mesh.id, k, slots, self.query_radius],
+                          inputs=[self.x_prev, c.mesh.id, k, slots, self.query_radius, int(c.closed)],
                           outputs=[self.c_point, self.c_normal, self.c_vel, self.c_active], device=dev,
                           block_dim=query_block_dim(dev, n))
             if self.collider_contacts is not None:
