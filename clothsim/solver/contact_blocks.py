@@ -86,15 +86,30 @@ def edge_pair_normal(w: wp.vec3, nt: wp.vec4, r: float):
     has the prism case). The cone keeps the plane to where the edge itself is crossed: on a convex body a point of
     the surface itself, a centimetre past a ridge (pairs are listed up to the contact margin away), is below both
     face planes of that ridge, by b·t and more, and the plane would push it out by that much (reasoned; not seen
-    in a drape). Known, open: the force stops at the cone's edge, a discontinuity that made two hem vertices of the
-    20 mm T-shirt pop by 0.5-0.75 mm on the CPU (README, contacts)."""
+    in a drape). The force must not stop at the cone's edge: with a hard edge two hem vertices of the 20 mm T-shirt
+    popped there by 0.5-0.75 mm (2-core CPU, fine-only drape settled at frame 54); :func:`edge_pair_plane` fades
+    the plane out over the cone's outer half (frame 44; a fade over a band outside the cone instead let a vertex
+    14.6 mm into the moving box of tests/test_contacts.py)."""
+    n, _s = edge_pair_plane(w, nt, r)
+    return n
+
+
+@wp.func
+def edge_pair_plane(w: wp.vec3, nt: wp.vec4, r: float):
+    """:func:`edge_pair_normal` and the weight of the pair's force: 1, except inside the cone, where the plane
+    along n fades out over its outer half (s = b/(r − a) from 0.5 to 1, a smoothstep), so that the force is
+    continuous where the cone ends."""
     n = wp.vec3(nt[0], nt[1], nt[2])
     a = wp.dot(w, n)
     b = wp.length(w - a * n)
     wl = wp.length(w)
-    if (a < -nt[3] * b and b < r - a) or wl < 1.0e-12:
-        return n
-    return w / wl
+    if wl < 1.0e-12:
+        return n, 1.0
+    if a < -nt[3] * b and b < r - a:
+        s = b / (r - a)
+        u = wp.clamp(2.0 * s - 1.0, 0.0, 1.0)
+        return n, 1.0 - u * u * (3.0 - 2.0 * u)
+    return w / wl, 1.0
 
 
 @wp.func
@@ -186,10 +201,11 @@ def vertex_pair_contacts(
                 qc, q_prev, wk, ue = collider_edge_pair(k, ea, x, x_prev, cpts[q0], cpts[q1])
                 if wk > 0.0:
                     cq = wp.lerp(cpts[q0], cpts[q1], ue)
-                    fc, Hc = contact_plane(qc, q_prev, cq, edge_pair_normal(qc - cq, cen[g], r),
+                    npl, fade = edge_pair_plane(qc - cq, cen[g], r)
+                    fc, Hc = contact_plane(qc, q_prev, cq, npl,
                                            wp.lerp(cvel[q0], cvel[q1], ue), r, kc, mu, h, friction_eps, kd)
-                    f += wk * fc
-                    H += (wk * wk) * Hc
+                    f += (fade * wk) * fc
+                    H += (fade * wk * wk) * Hc
             q += nc
         if self_enabled != 0:
             ns = ee_count[e]
@@ -281,9 +297,10 @@ def collider_pair_crossings(
             qc, q_prev, wk, ue = collider_edge_pair(k, ea, x, x_prev, cpts[q0], cpts[q1])
             if wk > 0.0:
                 cq = wp.lerp(cpts[q0], cpts[q1], ue)
-                fc, Hc = crossing_plane(qc, q_prev, qc + wk * dx, cq, edge_pair_normal(qc - cq, cen[g], r),
+                npl, fade = edge_pair_plane(qc - cq, cen[g], r)
+                fc, Hc = crossing_plane(qc, q_prev, qc + wk * dx, cq, npl,
                                         wp.lerp(cvel[q0], cvel[q1], ue), r, kc, h, kd)
-                f += wk * fc
-                H += (wk * wk) * Hc
+                f += (fade * wk) * fc
+                H += (fade * wk * wk) * Hc
         q += nc
     return f, H
