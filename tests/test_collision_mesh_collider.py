@@ -13,6 +13,7 @@ import warp as wp
 
 from clothsim.collision._arrays import unique_edges
 from clothsim.collision.mesh_collider import ClothColliderContacts, MeshCollider
+from clothsim.solver.contact_blocks import edge_pair_plane
 
 R = 0.03
 
@@ -212,3 +213,46 @@ def test_cloth_beside_a_ridge_feels_no_edge_contact(device):
         sim.release()
     assert moved < 1e-7, f"the cloth moved {moved * 1e3:.3f} mm"  # none of the ridge's pairs pushes ...
     assert pairs > 0  # ... though they are listed
+
+
+
+@wp.kernel
+def _edge_pair_push_kernel(w: wp.array(dtype=wp.vec3), nt: wp.vec4, r: float, out: wp.array(dtype=float)):
+    i = wp.tid()
+    n, fade = edge_pair_plane(w[i], nt, r)
+    # the pair's penalty depth along its normal, as contact_plane sees it, times the force's weight
+    out[i] = fade * wp.max(r - wp.dot(w[i], n), 0.0)
+
+
+@pytest.mark.parametrize("t", [0.5, 2.0])
+def test_edge_pair_force_is_continuous_where_the_plane_stops(device, t):
+    """Inside a ridge's wedge (below both face planes) and within the cone under the edge (b < r - a), the
+    collider edge pair pushes along the edge normal; elsewhere it is the two edges' distance |w| (a push of
+    r - |w| where that is positive). The plane's push must fade out toward that boundary rather than stop
+    there: with a hard cone edge two hem vertices of the 20 mm T-shirt popped by 0.5-0.75 mm (README,
+    contacts). A point crosses the boundary at a fixed depth a = -2 mm in steps of 1 um: on a mild ridge
+    (t = 0.5: the cone's edge at b = 5 mm comes first; |w| > r there, so the push is continuous all along) and
+    a sharp one (t = 2: the face plane at b = 1 mm, continuous up to it; past it the edges' distance pushes
+    from r - |w| = 0.76 mm on, a contact switching on at the body's surface). Reference: the push (r - a) times
+    a smoothstep in s = max(b/(r - a), t·b/(-a)) changes per step by at most 3·(r - a)·ds; the hard cone
+    jumped by r - a = 5 mm (t = 0.5) and 4.24 mm (t = 2)."""
+    r, a = 0.003, -0.002                              # thickness, depth below the ridge
+    db = 1e-6
+    b = np.arange(0.0, 0.008, db)
+    w = np.stack([b, np.full_like(b, a), np.zeros_like(b)], axis=1).astype(np.float32)
+    out = wp.zeros(len(b), dtype=float, device=device)
+    wp.launch(_edge_pair_push_kernel, len(b), inputs=[wp.array(w, dtype=wp.vec3, device=device),
+                                                      wp.vec4(0.0, 1.0, 0.0, t), r], outputs=[out], device=device)
+    push = out.numpy()
+    assert push[0] == pytest.approx(r - a, rel=1e-5)          # on the cone's axis: the full plane depth
+    edge = min(r - a, -a / t)                                  # where the plane stops applying
+    inside = b < edge - 2 * db
+    assert push[inside][-1] < 1e-5                             # faded out by the boundary
+    beyond = b > edge + 2 * db                                 # beyond it: the edges' distance alone
+    assert np.allclose(push[beyond], np.maximum(r - np.hypot(a, b[beyond]), 0.0), atol=1e-7)
+    jumps = np.abs(np.diff(push[inside]))
+    bound = 3.0 * (r - a) * max(1.0 / (r - a), t / -a) * db * 1.05
+    print(f"\nt = {t}: largest change of the push between points 1 um apart {jumps.max():.2e} m (bound {bound:.2e})")
+    assert jumps.max() < bound
+    if t < 1.0:  # a mild ridge: across the cone's edge too
+        assert np.abs(np.diff(push)).max() < bound

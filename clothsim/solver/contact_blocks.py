@@ -88,17 +88,22 @@ def edge_pair_normal(w: wp.vec3, nt: wp.vec4, r: float):
     face planes of that ridge, by b·t and more, and the plane would push it out by that much (reasoned; not seen
     in a drape). The force must not stop at the cone's edge: with a hard edge two hem vertices of the 20 mm T-shirt
     popped there by 0.5-0.75 mm (2-core CPU, fine-only drape settled at frame 54); :func:`edge_pair_plane` fades
-    the plane out over the cone's outer half (frame 44; a fade over a band outside the cone instead let a vertex
-    14.6 mm into the moving box of tests/test_contacts.py)."""
+    the plane out toward the cone's edge or a face plane (frame 44; a fade over a band outside the cone instead
+    let a vertex 14.6 mm into the moving box of tests/test_contacts.py)."""
     n, _s = edge_pair_plane(w, nt, r)
     return n
 
 
 @wp.func
 def edge_pair_plane(w: wp.vec3, nt: wp.vec4, r: float):
-    """:func:`edge_pair_normal` and the weight of the pair's force: 1, except inside the cone, where the plane
-    along n fades out over its outer half (s = b/(r − a) from 0.5 to 1, a smoothstep), so that the force is
-    continuous where the cone ends."""
+    """:func:`edge_pair_normal` and the weight of the pair's force: 1, except where the plane along n applies
+    (inside the wedge and the cone), which it fades out toward whichever of their boundaries is nearer: with
+    s = max(b/(r − a), t·b/(−a)) (1 on the cone's edge, 1 on a face plane) the weight goes from 1 at s = 0.5 to
+    0 at s = 1 (a smoothstep). So the push is continuous where the cone ends (a mild ridge: there the edges'
+    distance is beyond r). On a sharp ridge (t > ~1, a box) a face plane comes first, and past it the edges'
+    distance pushes from r − |w| on where |w| < r: a contact switching on at the body's surface, as any does.
+    Handing the plane over to that push instead (blending the two) pushed points inside the wedge inward
+    along w and let the moving box of tests/test_contacts.py cut the cloth (8 crossings)."""
     n = wp.vec3(nt[0], nt[1], nt[2])
     a = wp.dot(w, n)
     b = wp.length(w - a * n)
@@ -106,7 +111,7 @@ def edge_pair_plane(w: wp.vec3, nt: wp.vec4, r: float):
     if wl < 1.0e-12:
         return n, 1.0
     if a < -nt[3] * b and b < r - a:
-        s = b / (r - a)
+        s = wp.max(b / (r - a), nt[3] * b / (-a))   # a < 0 here: the wedge is below the ridge
         u = wp.clamp(2.0 * s - 1.0, 0.0, 1.0)
         return n, 1.0 - u * u * (3.0 - 2.0 * u)
     return w / wl, 1.0
@@ -202,8 +207,8 @@ def vertex_pair_contacts(
                 if wk > 0.0:
                     cq = wp.lerp(cpts[q0], cpts[q1], ue)
                     npl, fade = edge_pair_plane(qc - cq, cen[g], r)
-                    fc, Hc = contact_plane(qc, q_prev, cq, npl,
-                                           wp.lerp(cvel[q0], cvel[q1], ue), r, kc, mu, h, friction_eps, kd)
+                    fc, Hc = contact_plane(qc, q_prev, cq, npl, wp.lerp(cvel[q0], cvel[q1], ue), r, kc, mu, h,
+                                           friction_eps, kd)
                     f += (fade * wk) * fc
                     H += (fade * wk * wk) * Hc
             q += nc
@@ -298,8 +303,8 @@ def collider_pair_crossings(
             if wk > 0.0:
                 cq = wp.lerp(cpts[q0], cpts[q1], ue)
                 npl, fade = edge_pair_plane(qc - cq, cen[g], r)
-                fc, Hc = crossing_plane(qc, q_prev, qc + wk * dx, cq, npl,
-                                        wp.lerp(cvel[q0], cvel[q1], ue), r, kc, h, kd)
+                fc, Hc = crossing_plane(qc, q_prev, qc + wk * dx, cq, npl, wp.lerp(cvel[q0], cvel[q1], ue), r, kc,
+                                        h, kd)
                 f += (fade * wk) * fc
                 H += (fade * wk * wk) * Hc
         q += nc
