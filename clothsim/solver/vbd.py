@@ -33,6 +33,9 @@ TILE_MAX_VERTICES = 32768
 # gain measured small: pinned grid, 1 iteration, 2 threads against 1: N = 128 (2 chunks of ~1.4k)
 # 171 vs 192 ms/frame; N = 64 with 256-vertex chunks 0.93x (slower), hence no split below 1024.
 CPU_CHUNK_MIN = 1024
+# CPU: the same for a Jacobi sweep, which is one launch over every free vertex an iteration (one hand-off,
+# not one a colour)
+JACOBI_CHUNK_MIN = 256
 # CPU: vertices one Warp thread of the solve sweeps in order (a Warp CPU thread's set-up, reading the
 # kernel's arguments, costs ~10 ns, paid once per thread)
 CPU_SLOTS_PER_THREAD = 64
@@ -349,7 +352,7 @@ class SolverVBD:
         m = self.model
         t = max(1, min(threads, count // CPU_CHUNK_MIN))
         if split:  # a Jacobi sweep: any vertices may share a chunking, contact pairs or not
-            t = max(1, min(int(getattr(self.s, "cpu_threads", 1)), count // CPU_CHUNK_MIN))
+            t = max(1, min(int(getattr(self.s, "cpu_threads", 1)), count // JACOBI_CHUNK_MIN))
         # a Jacobi sweep's launches differ per iteration (arrays alternate, Chebyshev ω): one entry per ``site``
         key = (start, count, t) if site is None else (start, count, t, site)
         entry = self._cpu_launches.get(key)
