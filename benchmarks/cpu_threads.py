@@ -28,8 +28,9 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from reach import time_to_reach  # noqa: E402
 from sim_grid import (  # noqa: E402
-    ClothsimRunner, NewtonRunner, Scene, material_from, parse_args, rms, save_json, time_to_reach, timing, trajectory,
+    ClothsimRunner, NewtonRunner, Scene, material_from, parse_args, rms, save_json, timing, trajectory,
 )
 
 

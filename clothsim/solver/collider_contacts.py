@@ -80,7 +80,7 @@ def collider_edge_normals_kernel(
     collider's wedge, exactly when a < −b·t; for a crease, t = 0 keeps the inside test to the plane through the
     edge (a crease cannot pierce the cloth; its faces' vertex contacts hold the cloth off them, and where the
     two-face picture is taken beyond the faces, on the mannequin's arm, the crease's full wedge flagged a cloth
-    edge 2.5 mm clear of the body as inside). :func:`clothsim.solver.contact_blocks.edge_pair_normal` uses it."""
+    edge 2.5 mm clear of the body as inside). :func:`clothsim.solver.contact_blocks.edge_pair_plane` uses it."""
     e = wp.tid()
     ef = edge_faces[e]
     nb = wp.normalize(_face_normal(pts, tris, ef[0]))

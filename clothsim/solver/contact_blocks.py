@@ -69,16 +69,16 @@ def collider_edge_pair(k: int, ea: wp.vec2i, x: wp.array(dtype=wp.vec3), x_prev:
 
 
 @wp.func
-def edge_pair_normal(w: wp.vec3, nt: wp.vec4, r: float):
-    """Contact normal of a cloth edge against a collider edge: w = cloth closest point − collider closest point,
-    nt = the collider edge's (outward normal n, tan of its half turn t) from
+def edge_pair_plane(w: wp.vec3, nt: wp.vec4, r: float):
+    """Contact normal and force weight of a cloth edge against a collider edge: w = cloth closest point −
+    collider closest point, nt = the collider edge's (outward normal n, tan of its half turn t) from
     :func:`clothsim.solver.collider_contacts.collider_edge_normals_kernel` (t = tan of a ridge's half turn, 0 for
     a crease), r the contact thickness [m]. Seen along the edge, w has a = w·n along n and b = |w − a·n| across.
 
     * The cloth edge has crossed the collider edge: w is inside the collider's wedge (below both face planes,
-      a < −t·b) and within the cone under the edge, b < |a| + r: n, so the pair's distance is a (< 0) and the
-      cloth is pushed back out along n (one-sided).
-    * Otherwise w's direction: the pair's distance is the edges' distance |w|.
+      a < −t·b) and within the cone under the edge, b < |a| + r: normal n, so the pair's distance is a (< 0) and
+      the cloth is pushed back out along n (one-sided).
+    * Otherwise w's direction, weight 1: the pair's distance is the edges' distance |w|.
 
     The plane along n alone was unbounded: a cloth edge lying beside a ridge of the arm, over the next face and
     2.5 mm clear of it, sat below the tilted plane, was pushed off it and fell back every substep (a sleeve-hem
@@ -86,24 +86,17 @@ def edge_pair_normal(w: wp.vec3, nt: wp.vec4, r: float):
     has the prism case). The cone keeps the plane to where the edge itself is crossed: on a convex body a point of
     the surface itself, a centimetre past a ridge (pairs are listed up to the contact margin away), is below both
     face planes of that ridge, by b·t and more, and the plane would push it out by that much (reasoned; not seen
-    in a drape). The force must not stop at the cone's edge: with a hard edge two hem vertices of the 20 mm T-shirt
-    popped there by 0.5-0.75 mm (2-core CPU, fine-only drape settled at frame 54); :func:`edge_pair_plane` fades
-    the plane out toward the cone's edge or a face plane (frame 44; a fade over a band outside the cone instead
-    let a vertex 14.6 mm into the moving box of tests/test_contacts.py)."""
-    n, _s = edge_pair_plane(w, nt, r)
-    return n
+    in a drape).
 
-
-@wp.func
-def edge_pair_plane(w: wp.vec3, nt: wp.vec4, r: float):
-    """:func:`edge_pair_normal` and the weight of the pair's force: 1, except where the plane along n applies
-    (inside the wedge and the cone), which it fades out toward whichever of their boundaries is nearer: with
-    s = max(b/(r − a), t·b/(−a)) (1 on the cone's edge, 1 on a face plane) the weight goes from 1 at s = 0.5 to
-    0 at s = 1 (a smoothstep). So the push is continuous where the cone ends (a mild ridge: there the edges'
-    distance is beyond r). On a sharp ridge (t > ~1, a box) a face plane comes first, and past it the edges'
-    distance pushes from r − |w| on where |w| < r: a contact switching on at the body's surface, as any does.
-    Handing the plane over to that push instead (blending the two) pushed points inside the wedge inward
-    along w and let the moving box of tests/test_contacts.py cut the cloth (8 crossings)."""
+    The plane's weight fades toward whichever boundary of wedge and cone is nearer: with s = max(b/(r − a),
+    t·b/(−a)) (1 on the cone's edge, 1 on a face plane) it goes from 1 at s = 0.5 to 0 at s = 1 (a smoothstep).
+    With a hard edge two hem vertices of the 20 mm T-shirt popped there by 0.5-0.75 mm (2-core CPU, fine-only
+    drape settled at frame 54; 44 with the fade). So the push is continuous where the cone ends (a mild ridge:
+    there the edges' distance is beyond r). On a sharp ridge (t > ~1, a box) a face plane comes first, and past
+    it the edges' distance pushes from r − |w| on where |w| < r: a contact switching on at the body's surface,
+    as any does. Handing the plane over to that push instead (blending the two) pushed points inside the wedge
+    inward along w and let the moving box of tests/test_contacts.py cut the cloth (8 crossings); a fade over a
+    band outside the cone let a vertex 14.6 mm into it."""
     n = wp.vec3(nt[0], nt[1], nt[2])
     a = wp.dot(w, n)
     b = wp.length(w - a * n)

@@ -14,6 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 import warp as wp
 
 from ..collision._arrays import query_block_dim
+from . import collider_planes as CP
 from . import kernels as K
 from . import collider_contacts as CC
 from .self_collision import SelfCollision, disabled_kernel_args
@@ -247,7 +248,7 @@ class SolverVBD:
             alpha = float(sub + 1) / S
             for c in self.colliders:
                 if c.moving:  # a still collider keeps its pose and BVH
-                    wp.launch(K.lerp_points_kernel, c.vertex_count, inputs=[c.start, c.end, alpha], outputs=[c.points],
+                    wp.launch(CP.lerp_points_kernel, c.vertex_count, inputs=[c.start, c.end, alpha], outputs=[c.points],
                               device=dev)
                     c.mesh.refit()
             # the inertial step, the pins and (Chebyshev without delay) the history x⁽⁰⁾ in one launch
@@ -259,7 +260,7 @@ class SolverVBD:
             if s.drag > 0.0:
                 wp.launch(K.vertex_normals_kernel, n, inputs=[self.x_prev, m.tri, m.v_tri_offsets, m.v_tri], outputs=[self.normals], device=dev)
             for k, c in enumerate(self.colliders):
-                wp.launch(K.collider_detect_kernel, n,
+                wp.launch(CP.collider_detect_kernel, n,
                           inputs=[self.x_prev, c.mesh.id, k, slots, self.query_radius, int(c.closed)],
                           outputs=[self.c_point, self.c_normal, self.c_vel, self.c_active], device=dev,
                           block_dim=query_block_dim(dev, n))
