@@ -105,6 +105,17 @@ class Simulator:
             it in :meth:`release`. Default: built here from ``cloths``.
     """
 
+    @property
+    def sweep(self) -> str:
+        """"gauss-seidel" or "jacobi", fixed at construction (a Jacobi sweep's second iterate array is
+        allocated with the solver)."""
+        return self._sweep
+
+    @sweep.setter
+    def sweep(self, value) -> None:
+        raise InputError(f"Simulator: sweep is fixed at construction ({self._sweep!r}); build a new Simulator "
+                         f"with sweep={value!r}")
+
     def __init__(self, cloths, *, device="cpu", dt: float = 1.0 / 60.0, substeps: int = 10, iterations: int = 10,
                  gravity=(0.0, -9.81, 0.0), ground: float | None = None, wind=(0.0, 0.0, 0.0), drag: float = 0.0,
                  air_damping: float = 0.0,
@@ -172,7 +183,7 @@ class Simulator:
         self.membrane_hessian = membrane_hessian
         if sweep not in ("gauss-seidel", "jacobi"):
             raise InputError(f"Simulator: sweep must be 'gauss-seidel' or 'jacobi', got {sweep!r}")
-        self.sweep = sweep
+        self._sweep = sweep  # read-only (the property below): the solver sizes its second iterate array by it
         if not (math.isfinite(jacobi_omega) and 0.0 < jacobi_omega <= 1.0):
             raise InputError(f"Simulator: jacobi_omega must be in (0, 1], got {jacobi_omega!r}")
         self.jacobi_omega = float(jacobi_omega)

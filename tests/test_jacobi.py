@@ -79,3 +79,9 @@ def test_sweep_settings_are_checked():
     for bad in (0.0, -0.5, 1.5, float("nan")):
         with pytest.raises(cs.InputError, match="jacobi_omega"):
             cs.Simulator(cloth, device="cpu", sweep="jacobi", jacobi_omega=bad)
+    # fixed at construction: the solver sized its second iterate array by it
+    sim = cs.Simulator(cloth, device="cpu")
+    with pytest.raises(cs.InputError, match="sweep is fixed at construction"):
+        sim.sweep = "jacobi"
+    assert sim.sweep == "gauss-seidel"
+    sim.release()
