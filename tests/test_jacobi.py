@@ -52,11 +52,12 @@ def test_jacobi_keeps_pins_exactly_fixed_for_odd_and_even_iteration_counts(devic
     for iterations in (1, 2, 3):
         sim = cs.Simulator(cloth, device=device, substeps=3, iterations=iterations, sweep="jacobi",
                            jacobi_omega=0.66, chebyshev_rho=0.9, chebyshev_delay=1)
-        x0 = sim.positions()[pins]
+        start = sim.positions()
         sim.step(3)
         x = sim.positions()
-        assert np.array_equal(x[pins], x0)
-        assert np.isfinite(x).all() and np.abs(x - sim.positions()).max() == 0.0
+        assert np.array_equal(x[pins], start[pins])
+        free = np.setdiff1d(np.arange(len(x)), pins)
+        assert np.isfinite(x).all() and np.abs(x[free] - start[free]).max() > 1e-3  # the rest of the sheet fell
         sim.release()
 
 
