@@ -74,6 +74,11 @@ SWEEP = (1, 2, 4, 8, 16, 32, 64, 100)
 # rho 0.93, 1.1e-3 m with 0.96 or 0.97; after 16, 7.9e-5 m with 0.96 and 1.9e-4 m with 0.98
 JACOBI_OMEGA = 0.66
 JACOBI_RHO = 0.96
+# the sensitivity floor: the clothsim reference run again from start positions moved by this RMS-per-axis
+# amount (seeded normal); its distance to the reference is how far apart two runs that differ only by
+# rounding-sized changes end. No solver can be measured against a reference more finely than that.
+SENSITIVITY_M = 1e-6
+SENSITIVITY_SEED = 0
 
 
 # --------------------------------------------------------------------------- scene
@@ -253,10 +258,15 @@ class NewtonRunner:
         self.cloth.synchronize()
 
 
-def trajectory(runner, iterations: int, frames: int):
-    """Final positions after `frames` frames from the start (one untimed run)."""
+def trajectory(runner, iterations: int, frames: int, perturb: float = 0.0):
+    """Final positions after `frames` frames from the start (one untimed run); ``perturb`` > 0 moves every
+    start position by that much times a seeded standard normal first (the sensitivity floor)."""
     runner.build(iterations)
     runner.reset()
+    if perturb > 0.0:
+        x0 = np.asarray(runner.positions(), dtype=np.float64)
+        noise = np.random.default_rng(SENSITIVITY_SEED).standard_normal(x0.shape)
+        runner.sim.set_positions((x0 + perturb * noise).astype(np.float32))
     for _ in range(frames):
         runner.step()
     runner.sync()
@@ -368,6 +378,10 @@ def parse_args(argv=None):
     ap.add_argument("--skip-timing", action="store_true",
                     help="build the solvers but skip the timed table at --iterations (e.g. the second run of a "
                     "comparison split over two)")
+    ap.add_argument("--sensitivity", action="store_true",
+                    help=f"also run clothsim's reference from start positions moved by {SENSITIVITY_M:g} m (seeded) "
+                    "and print how far from the reference it ends: the floor below which errors measure chaos, "
+                    "not accuracy (the fold buckles: a small change grows)")
     ap.add_argument("--references-only", action="store_true",
                     help="compute (or load) the references and the same-physics check, skip the sweep; with "
                     "--ref-cache this splits a long comparison over two runs")
@@ -457,7 +471,10 @@ def compare_case(cs, scene, mat, a, log, runners=None, progress=None):
         "newton": NewtonRunner(scene, mat, a.device, a.substeps)})
     if a.jacobi:  # clothsim's Jacobi sweep as a second curve, measured against the same references
         runners = {"clothsim": runners["clothsim"], JACOBI: jacobi_runner(cs, scene, mat, a), "newton": runners["newton"]}
-    out = {"frames": frames, "ref_iterations": a.ref_iterations, "sweep": {}}
+    # time per frame over the whole case (the fold's --fold-frames, its pile-up included) even when the error
+    # is taken earlier (--compare-frames)
+    timed = max(frames, a.fold_frames) if scene.kind == "fold" else frames
+    out = {"frames": frames, "timed_frames": min(timed, a.frames), "ref_iterations": a.ref_iterations, "sweep": {}}
     progress = progress or (lambda _out: None)
     refs = {}
     for name, r in runners.items():
@@ -480,6 +497,12 @@ def compare_case(cs, scene, mat, a, log, runners=None, progress=None):
     agree = rms(refs["clothsim"], refs["newton"])
     out["same_physics"] = {"rms_clothsim_vs_newton_m": agree, "rms_displacement_m": disp,
                            "relative": agree / disp if disp > 0 else None}
+    if a.sensitivity:
+        t0 = time.perf_counter()
+        xp = trajectory(runners["clothsim"], a.ref_iterations, frames, perturb=SENSITIVITY_M)
+        out["sensitivity"] = {"perturbation_m": SENSITIVITY_M, "rms_vs_clothsim_ref_m": rms(xp, refs["clothsim"])}
+        log(f"  [{scene.kind} N={scene.n}] sensitivity: start moved by {SENSITIVITY_M:g} m ends "
+            f"{out['sensitivity']['rms_vs_clothsim_ref_m']:.3e} m from the reference ({time.perf_counter() - t0:.1f}s)")
     out["reference_intersections"] = {k: count_intersections(v, scene.triangles)[0] for k, v in refs.items()}
     progress(out)
     if a.references_only:
@@ -488,7 +511,7 @@ def compare_case(cs, scene, mat, a, log, runners=None, progress=None):
         pts = []
         for k in a.sweep:
             x = trajectory(r, k, frames)
-            tm = timing(r, k, min(frames, a.frames), a.runs)
+            tm = timing(r, k, min(timed, a.frames), a.runs)
             nint, note = count_intersections(x, scene.triangles)
             pts.append({"iterations": k, "ms_median": tm["ms_median"], "ms_p10": tm["ms_p10"],
                         "ms_p90": tm["ms_p90"], "err_vs_clothsim_ref": rms(x, refs["clothsim"]),
@@ -510,6 +533,12 @@ def print_compare(scene, res, pr):
        f"(RMS displacement {sp['rms_displacement_m']:.3e} m, relative {fmt(sp['relative'], 3)}); "
        f"intersections at the end: clothsim {res['reference_intersections']['clothsim']}, "
        f"Newton {res['reference_intersections']['newton']}\n")
+    if "sensitivity" in res:
+        se = res["sensitivity"]
+        pr(f"sensitivity: clothsim's reference started {se['perturbation_m']:g} m off ends "
+           f"{se['rms_vs_clothsim_ref_m']:.3e} m from it (no error below this is meaningful)\n")
+    if res.get("timed_frames", res["frames"]) != res["frames"]:
+        pr(f"time per frame over the first {res['timed_frames']} frames; errors after {res['frames']}\n")
     pr("| solver | iterations | ms/frame (median) | p10 | p90 | error vs clothsim ref [m] | error vs Newton ref [m] "
        "| intersections | folded |")
     pr("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
