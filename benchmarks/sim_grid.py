@@ -349,6 +349,8 @@ def ref_cache_path(a, scene, solver: str, frames: int) -> Path | None:
             src.update(f.read_bytes())
         key |= {"initial_guess": initial_guess_for(a, scene.kind), "chebyshev": [a.chebyshev_rho, a.chebyshev_delay,
                 a.chebyshev_cap], "membrane_hessian": a.membrane_hessian, "code": src.hexdigest()}
+        if a.over_face_cos:  # only when set, so that earlier references keep their names
+            key["over_face_cos"] = a.over_face_cos
     else:
         key["code"] = newton_available()[1]
     digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:12]
@@ -448,6 +450,10 @@ def parse_args(argv=None):
                     help="CUDA: threads per vertex of the solve with contact pairs (clothsim.solver.vbd.CONTACT_LANES)")
     ap.add_argument("--elastic-lanes", type=int, choices=[16, 32], default=None,
                     help="CUDA: threads per vertex of the solve without contact pairs (clothsim.solver.vbd.ELASTIC_LANES)")
+    ap.add_argument("--over-face-cos", type=float, default=None,
+                    help="clothsim.solver.self_collision.REST_NEIGHBOUR_OVER_FACE_COS: keep a rest-neighbour "
+                    "vertex-triangle pair whose vertex has come over the face (cosine of the separation with the "
+                    "face normal at least this; default the module's, 0 = off)")
     ap.add_argument("--json", default="out/bench/sim_grid.json")
     a = ap.parse_args(argv)
     cuda = a.device.startswith("cuda")
@@ -601,6 +607,10 @@ def main(argv=None):
         _vbd.CONTACT_LANES = a.contact_lanes
     if a.elastic_lanes is not None:
         _vbd.ELASTIC_LANES = a.elastic_lanes
+    if a.over_face_cos is not None:
+        from clothsim.solver import self_collision as _sc
+
+        _sc.REST_NEIGHBOUR_OVER_FACE_COS = a.over_face_cos
     have_newton, newton_info = newton_available()
     if a.compare == "newton" and not have_newton:
         print(f"--compare newton: the 'newton' package is not importable here ({newton_info}); install it "

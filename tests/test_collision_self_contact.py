@@ -219,3 +219,43 @@ def test_rest_neighbours_are_left_out(cloth, device):
     with pytest.raises(ValueError, match="rest shape"):
         SelfContactDetector(len(x), tris, edges, device=device, positions=x).detect(
             wp.array(x, dtype=wp.vec3, device=device), R, rest_radius=rr)
+
+
+def _face_normal_cosine(x, tris, vi, ti):
+    """|cos| of the angle between each pair's separation (vertex minus closest point) and its face normal."""
+    x = x.astype(np.float64)
+    cp = trimesh.triangles.closest_point(x[tris[ti]], x[vi])
+    sep = x[vi] - cp
+    n = np.cross(x[tris[ti, 1]] - x[tris[ti, 0]], x[tris[ti, 2]] - x[tris[ti, 0]])
+    return np.abs((sep * n).sum(1)) / np.maximum(np.linalg.norm(sep, axis=1) * np.linalg.norm(n, axis=1), 1e-300)
+
+
+def test_rest_neighbours_over_the_face_are_kept(cloth, device):
+    """detect(over_face_cos=C): a rest-neighbour vertex-triangle pair is listed after all when the vertex lies
+    over the face (|cos| of separation and face normal ≥ C), on the crumpled cloth; on the flat rest shape
+    itself no rest neighbour qualifies (separations lie in the plane). Pairs within 1e-3 of C are ambiguous."""
+    x, tris, edges, _ = cloth
+    n = int(round(np.sqrt(len(x))))
+    u, v = np.meshgrid(np.linspace(0, 1, n), np.linspace(0, 1, n), indexing="ij")
+    rest = np.stack([u, v, np.zeros_like(u)], -1).reshape(-1, 3)
+    rr, c = 0.1, 0.9
+    (vi, ti, dvt), _, _ = reference(x, tris, edges, R)
+    (_, _, rvt), _, _ = reference(rest.astype(np.float32), tris, edges, R)
+    near = (dvt < R - AMBIG) & (rvt < rr - AMBIG)  # rest neighbours within the radius now
+    cos = _face_normal_cosine(x, tris, vi, ti)
+    over = near & (cos > c + 1e-3)
+    beside = near & (cos < c - 1e-3)
+    assert over.sum() > 20 and beside.sum() > 20  # both kinds present (62 and 74 here)
+    det = SelfContactDetector(len(x), tris, edges, vertex_capacity=64, edge_capacity=64, device=device,
+                              positions=x, rest=rest, panel=np.zeros(len(x), np.int32))
+    for fc, listed in ((0.0, set()), (c, set(zip(vi[over].tolist(), ti[over].tolist())))):
+        det.detect(wp.array(x, dtype=wp.vec3, device=device), R, rest_radius=rr, over_face_cos=fc)
+        got = det.lists_numpy()["vt"]
+        for vv, tt in zip(vi[over], ti[over]):
+            assert (tt in set(got[vv].tolist())) == ((vv, tt) in listed), (fc, vv, tt)
+        for vv, tt in zip(vi[beside], ti[beside]):
+            assert tt not in set(got[vv].tolist()), (fc, vv, tt)
+    # the flat rest shape: every listed pair is a non-neighbour, with or without the exception
+    det.detect(wp.array(rest.astype(np.float32), dtype=wp.vec3, device=device), R, rest_radius=rr, over_face_cos=c)
+    got = det.lists_numpy()["vt"]
+    assert sum(len(g) for g in got) == 0

@@ -127,6 +127,7 @@ def vertex_triangle_kernel(
     panel: wp.array(dtype=wp.int32),
     rest_radius: float,
     radius: float,
+    over_face_cos: float,
     capacity: int,
     vt_count: wp.array(dtype=wp.int32),
     vt_tri: wp.array(dtype=wp.int32),
@@ -155,7 +156,13 @@ def vertex_triangle_kernel(
         d = wp.length(p - cp)
         if d < radius and rest_radius > 0.0:
             if rest_neighbour_triangle(v, i0, i1, i2, rest, panel, rest_radius):
-                continue
+                if over_face_cos <= 0.0:
+                    continue
+                # a rest neighbour that has come over the face (separation along its normal) is a contact
+                n = wp.cross(points[i1] - points[i0], points[i2] - points[i0])
+                nn = wp.length(n)
+                if nn <= 0.0 or wp.abs(wp.dot(p - cp, n)) < over_face_cos * d * nn:
+                    continue
         if d < radius:
             if count < capacity:
                 vt_tri[v * capacity + count] = t
@@ -432,7 +439,8 @@ class SelfContactDetector:
 
     # -- detection
 
-    def detect(self, positions: wp.array, query_radius: float, rebuild: bool = False, rest_radius: float = 0.0):
+    def detect(self, positions: wp.array, query_radius: float, rebuild: bool = False, rest_radius: float = 0.0,
+               over_face_cos: float = 0.0):
         """Refit (or, with ``rebuild``, re-split) the BVHs to ``positions`` and fill every list for pairs
         closer than ``query_radius`` [m].
 
@@ -441,6 +449,13 @@ class SelfContactDetector:
         as ``rest_radius`` these are the flat cloth's own neighbours (e.g. a vertex and the triangles just
         beyond its ring), which a fold can bring into contact only by bending tighter than the radius; Newton's ``SolverVBD`` leaves out two topological rings for
         the same reason (``particle_topological_contact_filter_threshold``).
+
+        ``over_face_cos`` > 0 keeps a rest-neighbour vertex–triangle pair after all when the vertex has come
+        over the face: the separation from the closest point makes an angle with the face normal whose
+        cosine is at least ``over_face_cos``. In a flat or gently curved sheet the separation of neighbours
+        lies in the surface (cosine near 0); a hairpin fold tighter than the radius brings a vertex over a
+        neighbouring face, which is then a contact (and bounds the vertex's move) instead of passing
+        through. 0 (the default) leaves every rest neighbour out. Edge–edge pairs are not affected.
 
         ``positions``: ``wp.array(dtype=wp.vec3)`` with at least N entries, on the detector's device.
         Launches kernels only (no host synchronisation, no allocation once built), so it can be
@@ -473,7 +488,8 @@ class SelfContactDetector:
         self.tv_need.zero_()
         self.ee_count.zero_()
         wp.launch(vertex_triangle_kernel, dim=self.vertex_count,
-                  inputs=[self.triangle_bvh.id, self.points, self.triangles, *filt, self.vt_capacity],
+                  inputs=[self.triangle_bvh.id, self.points, self.triangles, *filt, float(over_face_cos),
+                          self.vt_capacity],
                   outputs=[self.vt_count, self.vt_tri, self.min_dist, self.tv_need, *flags], device=dev,
                   block_dim=query_block_dim(dev, self.vertex_count))
         wp.launch(triangle_vertex_scatter_kernel, dim=self.vertex_count,
