@@ -51,7 +51,6 @@ Examples::
 from __future__ import annotations
 
 import argparse
-import itertools
 import math
 import os
 import platform
@@ -62,7 +61,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from reach import reach_tables  # noqa: E402
+from reach import print_compare, reach_tables  # noqa: E402
 from newton_side import (  # noqa: E402
     FRAME_DT,
     BenchMaterial,
@@ -476,10 +475,6 @@ def material_from(a) -> BenchMaterial:
                          contact_gap=a.contact_margin, bend_calibration=c)
 
 
-def fmt(x, nd=1):
-    return "-" if x is None else f"{x:.{nd}f}"
-
-
 def compare_case(cs, scene, mat, a, log, runners=None, progress=None):
     """Same-physics check, accuracy-vs-time sweep and intersections for one scene (``runners``: the
     timing phase's, reused so that Newton's model, slow to build at N = 1024, is built once; ``progress``
@@ -543,48 +538,6 @@ def compare_case(cs, scene, mat, a, log, runners=None, progress=None):
             progress(out)
     out.update(reach_tables(out["sweep"]))
     return out
-
-
-def print_compare(scene, res, pr):
-    sp = res["same_physics"]
-    pr(f"\n### {scene.kind}, N = {scene.n}: clothsim vs Newton SolverVBD ({res['frames']} frames, "
-       f"{res['ref_iterations']} iterations)\n")
-    pr(f"same physics: RMS(clothsim ref - Newton ref) = {sp['rms_clothsim_vs_newton_m']:.3e} m "
-       f"(RMS displacement {sp['rms_displacement_m']:.3e} m, relative {fmt(sp['relative'], 3)}); "
-       f"intersections at the end: clothsim {res['reference_intersections']['clothsim']}, "
-       f"Newton {res['reference_intersections']['newton']}\n")
-    if "sensitivity" in res:
-        se = res["sensitivity"]
-        pr(f"sensitivity: clothsim's reference started {se['perturbation_m']:g} m off ends "
-           f"{se['rms_vs_clothsim_ref_m']:.3e} m from it (no error below this is meaningful)\n")
-    if res.get("timed_frames", res["frames"]) != res["frames"]:
-        pr(f"time per frame over the first {res['timed_frames']} frames; errors after {res['frames']}\n")
-    pr("| solver | iterations | ms/frame (median) | p10 | p90 | error vs clothsim ref [m] | error vs Newton ref [m] "
-       "| intersections | folded |")
-    pr("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for name in res["sweep"]:
-        for p in res["sweep"][name]:
-            pr(f"| {name} | {p['iterations']} | {p['ms_median']:.1f} | {p['ms_p10']:.1f} | {p['ms_p90']:.1f} | "
-               f"{p['err_vs_clothsim_ref']:.3e} | {p['err_vs_newton_ref']:.3e} | {p['intersections']} | "
-               f"{p['folded']:.2f} |")
-    variants = [("", "")] + [(f"_{v.split('_', 1)[1]}", f" ({v.split('_', 1)[1]} sweep)") for v in res["sweep"]
-                              if v.startswith("clothsim_")]
-    if len(variants) > 1:
-        variants.append(("_best", " (the faster clothsim sweep at each point)"))
-    for (suffix, what), (ref, clean) in itertools.product(
-            variants, (("clothsim", False), ("newton", False), ("clothsim", True), ("newton", True))):
-        table = f"time_to_newton_error_vs_{ref}_ref" + ("_clean" if clean else "") + suffix
-        if table not in res:  # --references-only, or a JSON from before the clean tables
-            continue
-        pr(f"\nerror measured against the {ref} reference{what}"
-           + (", only runs that end with no intersections (both solvers)" if clean else "") + ":\n")
-        pr("| Newton iterations | Newton ms/frame | Newton error [m] | clothsim ms/frame to reach it "
-           "| ratio clothsim/Newton |")
-        pr("|---:|---:|---:|---:|---:|")
-        for r in res[table]:
-            t = "not reached" if r["clothsim_ms"] is None else f"{r['note']}{r['clothsim_ms']:.1f}".replace("<=", "≤ ")
-            pr(f"| {r['newton_iterations']} | {r['newton_ms']:.1f} | {r['error_m']:.3e} | {t} | "
-               f"{fmt(r['ratio'], 2)} |")
 
 
 def main(argv=None):
