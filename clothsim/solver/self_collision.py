@@ -20,8 +20,9 @@ from ..topology import panels, weld_representatives
 BOUND_FRACTION = 0.4
 # SelfContactDetector.detect(over_face_cos=): 0 leaves every rest neighbour out (the default, what every result
 # so far used); > 0 keeps a rest-neighbour vertex-triangle pair whose vertex has come over the face. Fold N = 128,
-# 1 iteration, 30 frames, 2-core CPU: 22 intersections at the end with 0, 7 with 0.9. Not yet measured on the
-# drapes or on CUDA, so off; benchmarks/sim_grid.py --over-face-cos sets it.
+# 1 iteration, 30 frames, 2-core CPU: 22 intersections at the end with 0, 7 with 0.9; the 40 mm and 20 mm
+# fine-only drapes end the same with either. Not yet run on CUDA or at 10/5 mm, so off;
+# benchmarks/sim_grid.py --over-face-cos sets it.
 REST_NEIGHBOUR_OVER_FACE_COS = 0.0
 
 
