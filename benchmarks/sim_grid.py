@@ -85,6 +85,11 @@ SENSITIVITY_M = 1e-6
 # after 12 frames was 1.2e-4 m (N = 128) and 8.0e-5 m (N = 256), errors 0.4-1.4 cm
 FOLD_COMPARE_FRAMES = 12
 SENSITIVITY_SEED = 0
+# clothsim's Simulator(self_contact_over_face=) for the fold (session 17; sessions up to 16 ran with 0): rest
+# neighbours that come over a face in a hairpin fold are contacts. H200, N = 256, 30 frames, 1 / 2 / 4 iterations:
+# 13 667 / 4 343 / 1 227 intersections at the end and 175 / 144 / 124 ms a frame with 0; 1 733 / 399 / 53 and
+# 96 / 98 / 101 ms with 0.9 (out/s17/foldtime.py)
+FOLD_OVER_FACE = 0.9
 
 
 # --------------------------------------------------------------------------- scene
@@ -186,8 +191,9 @@ class ClothsimRunner:
                  initial_guess: str = "inertia", chebyshev_rho: float = 0.93,
                  membrane_hessian: str = "neo-hookean", cpu_threads: int | None = None,
                  chebyshev_delay: int = 1, chebyshev_cap: bool = False, sweep: str = "gauss-seidel",
-                 jacobi_omega: float = 1.0, name: str = "clothsim"):
+                 jacobi_omega: float = 1.0, name: str = "clothsim", over_face: float | None = None):
         self.name = name
+        self.over_face = over_face  # Simulator(self_contact_over_face=) with self contact; None: FOLD_OVER_FACE
         self.sweep, self.jacobi_omega = sweep, jacobi_omega
         self.cpu_threads = cpu_threads
         self.chebyshev_delay = chebyshev_delay
@@ -211,10 +217,16 @@ class ClothsimRunner:
                                      initial_guess=self.initial_guess, chebyshev_rho=self.chebyshev_rho,
                                      chebyshev_delay=self.chebyshev_delay, chebyshev_cap=self.chebyshev_cap,
                                      membrane_hessian=self.membrane_hessian,
-                                     cpu_threads=self.cpu_threads, sweep=self.sweep, jacobi_omega=self.jacobi_omega)
+                                     cpu_threads=self.cpu_threads, sweep=self.sweep, jacobi_omega=self.jacobi_omega,
+                                     self_contact_over_face=self.over_face_cos())
         self.iterations = iterations
         self.x0 = self.sim.positions().copy()
         self.v0 = np.zeros_like(self.x0)
+
+    def over_face_cos(self) -> float:
+        if not self.scene.self_collision:
+            return 0.0
+        return FOLD_OVER_FACE if self.over_face is None else self.over_face
 
     def reset(self):
         self.sim.set_positions(self.x0)
@@ -348,8 +360,9 @@ def ref_cache_path(a, scene, solver: str, frames: int) -> Path | None:
             src.update(f.read_bytes())
         key |= {"initial_guess": initial_guess_for(a, scene.kind), "chebyshev": [a.chebyshev_rho, a.chebyshev_delay,
                 a.chebyshev_cap], "membrane_hessian": a.membrane_hessian, "code": src.hexdigest()}
-        if a.over_face_cos:  # only when set, so that earlier references keep their names
-            key["over_face_cos"] = a.over_face_cos
+        over_face = FOLD_OVER_FACE if scene.self_collision else 0.0
+        if over_face:  # only when set, so that earlier references keep their names
+            key["over_face_cos"] = over_face
     else:
         key["code"] = newton_available()[1]
     digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:12]
@@ -449,10 +462,10 @@ def parse_args(argv=None):
                     help="CUDA: threads per vertex of the solve with contact pairs (clothsim.solver.vbd.CONTACT_LANES)")
     ap.add_argument("--elastic-lanes", type=int, choices=[16, 32], default=None,
                     help="CUDA: threads per vertex of the solve without contact pairs (clothsim.solver.vbd.ELASTIC_LANES)")
-    ap.add_argument("--over-face-cos", type=float, default=None,
-                    help="clothsim.solver.self_collision.REST_NEIGHBOUR_OVER_FACE_COS: keep a rest-neighbour "
-                    "vertex-triangle pair whose vertex has come over the face (cosine of the separation with the "
-                    "face normal at least this; default the module's, 0 = off)")
+    ap.add_argument("--over-face-cos", type=float, default=FOLD_OVER_FACE,
+                    help="the fold's Simulator(self_contact_over_face=...): keep a rest-neighbour vertex-triangle pair "
+                    "whose vertex has come over the face (cosine of the separation with the face normal at least "
+                    f"this; default {FOLD_OVER_FACE}, 0 = off, as in sessions up to 16)")
     ap.add_argument("--json", default="out/bench/sim_grid.json")
     a = ap.parse_args(argv)
     cuda = a.device.startswith("cuda")
@@ -560,10 +573,8 @@ def main(argv=None):
         _vbd.CONTACT_LANES = a.contact_lanes
     if a.elastic_lanes is not None:
         _vbd.ELASTIC_LANES = a.elastic_lanes
-    if a.over_face_cos is not None:
-        from clothsim.solver import self_collision as _sc
-
-        _sc.REST_NEIGHBOUR_OVER_FACE_COS = a.over_face_cos
+    global FOLD_OVER_FACE
+    FOLD_OVER_FACE = a.over_face_cos
     have_newton, newton_info = newton_available()
     if a.compare == "newton" and not have_newton:
         print(f"--compare newton: the 'newton' package is not importable here ({newton_info}); install it "

@@ -36,6 +36,8 @@ def _fingerprint(sim) -> str:
         settings["chebyshev_delay"] = sim.chebyshev_delay
     if sim.chebyshev_cap:
         settings["chebyshev_cap"] = True
+    if sim.self_contact_over_face:
+        settings["self_contact_over_face"] = sim.self_contact_over_face
     if sim.sweep != "gauss-seidel":
         settings |= {"sweep": sim.sweep, "jacobi_omega": sim.jacobi_omega}
     h.update(json.dumps(settings, sort_keys=True).encode())

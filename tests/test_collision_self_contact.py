@@ -259,3 +259,37 @@ def test_rest_neighbours_over_the_face_are_kept(cloth, device):
     det.detect(wp.array(rest.astype(np.float32), dtype=wp.vec3, device=device), R, rest_radius=rr, over_face_cos=c)
     got = det.lists_numpy()["vt"]
     assert sum(len(g) for g in got) == 0
+
+
+def test_simulator_over_face_setting_reaches_the_detector(cloth, device):
+    """Simulator(self_contact_over_face=C) lists the over-the-face rest neighbours that the default leaves out
+    (the same brute-force pairs as above, with the simulator's search radius as both radii); a value outside
+    [0, 1] is refused."""
+    import clothsim as cs
+
+    x, tris, edges, _ = cloth
+    n = int(round(np.sqrt(len(x))))
+    u, v = np.meshgrid(np.linspace(0, 1, n), np.linspace(0, 1, n), indexing="ij")
+    uv = np.stack([u, v], -1).reshape(-1, 2)
+    rest = np.column_stack([uv, np.zeros(len(uv))]).astype(np.float32)
+    fabric = cs.Fabric(name="t", thickness=1e-3)
+    r, c = 0.1, 0.9
+    (vi, ti, dvt), _, _ = reference(x, tris, edges, r)
+    (_, _, rvt), _, _ = reference(rest, tris, edges, r)
+    near = (dvt < r - AMBIG) & (rvt < r - AMBIG)
+    over = near & (_face_normal_cosine(x, tris, vi, ti) > c + 1e-3)
+    assert over.sum() > 10
+    listed = {}
+    for fc in (0.0, c):
+        cloth_ = cs.Cloth.from_mesh(x, tris, rest_uv=uv, fabric=fabric)
+        sim = cs.Simulator(cloth_, device=device, self_collision=True, contact_margin=r - fabric.thickness,
+                           self_contact_over_face=fc)
+        sc = sim.solver.self_contacts
+        sc.detect(sim.state.x, rebuild=True)
+        got = sc.detector.lists_numpy()["vt"]
+        listed[fc] = [tt in set(got[vv].tolist()) for vv, tt in zip(vi[over], ti[over])]
+        sim.release()
+    assert not any(listed[0.0]) and all(listed[c])
+    for bad in (-0.1, 1.5, float("nan")):
+        with pytest.raises(cs.InputError, match="self_contact_over_face"):
+            cs.Simulator(cs.Cloth.from_mesh(x, tris, rest_uv=uv, fabric=fabric), device=device, self_contact_over_face=bad)

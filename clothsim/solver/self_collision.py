@@ -18,12 +18,6 @@ from ..collision import SelfContactDetector
 from ..topology import panels, weld_representatives
 
 BOUND_FRACTION = 0.4
-# SelfContactDetector.detect(over_face_cos=): 0 leaves every rest neighbour out (the default, what every result
-# so far used); > 0 keeps a rest-neighbour vertex-triangle pair whose vertex has come over the face. Fold N = 128,
-# 1 iteration, 30 frames, 2-core CPU: 22 intersections at the end with 0, 7 with 0.9; the 40 mm and 20 mm
-# fine-only drapes end the same with either. Not yet run on CUDA or at 10/5 mm, so off;
-# benchmarks/sim_grid.py --over-face-cos sets it.
-REST_NEIGHBOUR_OVER_FACE_COS = 0.0
 
 
 class SelfCollision:
@@ -40,6 +34,9 @@ class SelfCollision:
             rest=rest_space(model), panel=panels(n, model.host_triangles),
         )
         self.query_radius = 0.0  # [m] set by SolverVBD.materials_changed()
+        # Simulator(self_contact_over_face=): keep a rest-neighbour vertex-triangle pair whose vertex has come
+        # over the face (SelfContactDetector.detect(over_face_cos=)); 0 = every rest neighbour left out
+        self.over_face_cos = float(getattr(settings, "self_contact_over_face", 0.0))
         # Pairs between vertices of one colour: the solve updates a colour's vertices together (on CUDA in
         # parallel, a read of a partner being written was a race: run-to-run differences), so a partner of
         # the solved vertex's own colour is read at the iteration's start (x_iter, copied before each
@@ -55,7 +52,7 @@ class SelfCollision:
 
     def detect(self, x_prev, rebuild: bool = False):
         self.detector.detect(x_prev, self.query_radius, rebuild=rebuild, rest_radius=self.query_radius,
-                             over_face_cos=REST_NEIGHBOUR_OVER_FACE_COS)
+                             over_face_cos=self.over_face_cos)
 
     def kernel_args(self):
         det = self.detector
