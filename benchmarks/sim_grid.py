@@ -85,11 +85,11 @@ SENSITIVITY_M = 1e-6
 # after 12 frames was 1.2e-4 m (N = 128) and 8.0e-5 m (N = 256), errors 0.4-1.4 cm
 FOLD_COMPARE_FRAMES = 12
 SENSITIVITY_SEED = 0
-# clothsim's Simulator(self_contact_over_face=) for the fold (session 17; sessions up to 16 ran with 0): rest
-# neighbours that come over a face in a hairpin fold are contacts. H200, N = 256, 30 frames, 1 / 2 / 4 iterations:
-# 13 667 / 4 343 / 1 227 intersections at the end and 175 / 144 / 124 ms a frame with 0; 1 733 / 399 / 53 and
-# 96 / 98 / 101 ms with 0.9 (out/s17/foldtime.py)
-FOLD_OVER_FACE = 0.9
+# clothsim's Simulator(self_contact_over_face=) for the fold (--over-face-cos). 0 (off): with 0.9 (H200, N = 256,
+# session 17) the few-iteration frames were faster (1 / 2 / 4 iterations: 96 / 97 / 101 ms against 175 / 144 / 123,
+# fewer tangles) but their errors after 12 frames larger (1.39e-2 / 1.54e-2 / 1.48e-2 m against 9.6e-3 / 9.2e-3 /
+# 1.0e-2 m), so no Newton error was reached sooner (results/sim_grid_h200_s17_fold256_ofc09.md)
+FOLD_OVER_FACE = 0.0
 
 
 # --------------------------------------------------------------------------- scene
@@ -465,7 +465,7 @@ def parse_args(argv=None):
     ap.add_argument("--over-face-cos", type=float, default=FOLD_OVER_FACE,
                     help="the fold's Simulator(self_contact_over_face=...): keep a rest-neighbour vertex-triangle pair "
                     "whose vertex has come over the face (cosine of the separation with the face normal at least "
-                    f"this; default {FOLD_OVER_FACE}, 0 = off, as in sessions up to 16)")
+                    f"this; default {FOLD_OVER_FACE} = off)")
     ap.add_argument("--json", default="out/bench/sim_grid.json")
     a = ap.parse_args(argv)
     cuda = a.device.startswith("cuda")

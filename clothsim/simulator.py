@@ -97,15 +97,16 @@ class Simulator:
             iteration 0.62 m with ω 1, 4.3e-2 m with 0.75, 2.3e-2 m with 0.66).
         self_contact_over_face: with self_collision, keep a rest-neighbour vertex–triangle pair as a contact
             when the vertex has come over the face: the cosine of the angle between its separation from the
-            face and the face normal is at least this value (0 = off, the default; the benchmarks' fold uses
-            0.9). Self contact leaves out pairs that lie closer than the search radius in the rest shape
-            (a flat cloth's own neighbours, which only a fold tighter than the radius brings together), so
-            such a hairpin fold could pass through itself; a neighbour over the face is that case, while in
-            a flat or gently curved sheet neighbours' separations lie in the surface (cosine near 0).
-            benchmarks/sim_grid.py's fold, H200, N = 256, 30 frames: intersections at the end 13 667 / 4 343
-            / 1 227 after 1 / 2 / 4 iterations without it, 1 733 / 399 / 53 with 0.9, and frames 175 /
-            144 / 124 ms against 96 / 98 / 101 ms (tangled cloth has longer contact lists). Edge–edge
-            pairs are not affected.
+            face and the face normal is at least this value (0 = off, the default). Self contact leaves out
+            pairs that lie closer than the search radius in the rest shape (a flat cloth's own neighbours,
+            which only a fold tighter than the radius brings together), so such a hairpin fold could pass
+            through itself; a neighbour over the face is that case, while in a flat or gently curved sheet
+            neighbours' separations lie in the surface (cosine near 0). benchmarks/sim_grid.py's fold, H200,
+            N = 256, 30 frames, 1 / 2 / 4 iterations: intersections at the end 13 667 / 4 343 / 1 227 without
+            it, 1 733 / 399 / 53 with 0.9, and frames 175 / 144 / 124 ms against 96 / 98 / 101 ms (tangled
+            cloth has longer contact lists); but the errors after 12 frames grew from 9.6e-3 / 9.2e-3 /
+            1.0e-2 m to 1.39e-2 / 1.54e-2 / 1.48e-2 m, so it is off by default. Edge–edge pairs are not
+            affected.
         cpu_threads: on the CPU, how many threads share each colour's vertices (a colour's vertices are
             independent, so the result is bit-identical for any count); default: the machine's cores (at
             most 8). Used when the model has no self contact (self-contact pairs link vertices of one
