@@ -99,21 +99,47 @@ def _record_overflow(count: int, capacity: int, kind: int, overflow: wp.array(dt
 def rest_neighbour_triangle(v: int, i0: int, i1: int, i2: int, rest: wp.array(dtype=wp.vec3),
                             panel: wp.array(dtype=wp.int32), rest_radius: float):
     """Vertex v and triangle (i0, i1, i2) lie closer than ``rest_radius`` in the rest shape of one panel:
-    neighbours, not contacts (only a fold tighter than the radius could bring them together)."""
+    neighbours, not contacts (only a fold tighter than the radius could bring them together).
+
+    Two cheap bounds decide most pairs without the closest point: a corner closer than the radius makes the
+    triangle closer (True); a vertex farther from the centroid than the radius plus the corners' largest
+    distance from it is farther from the whole triangle (False)."""
     if panel[v] != panel[i0]:
         return False
     p = rest[v]
-    cp, w = closest_point_triangle(p, rest[i0], rest[i1], rest[i2])
+    a = rest[i0]
+    b = rest[i1]
+    c = rest[i2]
+    r2 = rest_radius * rest_radius
+    if wp.min(wp.min(wp.length_sq(p - a), wp.length_sq(p - b)), wp.length_sq(p - c)) < r2:
+        return True
+    g = (a + b + c) / 3.0
+    reach = wp.sqrt(wp.max(wp.max(wp.length_sq(a - g), wp.length_sq(b - g)), wp.length_sq(c - g)))
+    if wp.length(p - g) >= rest_radius + reach:
+        return False
+    cp, w = closest_point_triangle(p, a, b, c)
     return wp.length(p - cp) < rest_radius
 
 
 @wp.func
 def rest_neighbour_edges(i0: int, i1: int, j0: int, j1: int, rest: wp.array(dtype=wp.vec3),
                          panel: wp.array(dtype=wp.int32), rest_radius: float):
-    """Edges (i0, i1) and (j0, j1) lie closer than ``rest_radius`` in the rest shape of one panel."""
+    """Edges (i0, i1) and (j0, j1) lie closer than ``rest_radius`` in the rest shape of one panel (the same
+    two bounds first: endpoints closer than the radius; midpoints farther apart than the radius plus both
+    half-lengths)."""
     if panel[i0] != panel[j0]:
         return False
-    s, u, d = closest_points_edge_edge(rest[i0], rest[i1], rest[j0], rest[j1])
+    a0 = rest[i0]
+    a1 = rest[i1]
+    b0 = rest[j0]
+    b1 = rest[j1]
+    r2 = rest_radius * rest_radius
+    if wp.min(wp.min(wp.length_sq(a0 - b0), wp.length_sq(a0 - b1)),
+              wp.min(wp.length_sq(a1 - b0), wp.length_sq(a1 - b1))) < r2:
+        return True
+    if wp.length(0.5 * (a0 + a1 - b0 - b1)) >= rest_radius + 0.5 * (wp.length(a1 - a0) + wp.length(b1 - b0)):
+        return False
+    s, u, d = closest_points_edge_edge(a0, a1, b0, b1)
     return d < rest_radius
 
 
@@ -152,17 +178,20 @@ def vertex_triangle_kernel(
         i2 = triangles[t, 2]
         if weld[i0] == wv or weld[i1] == wv or weld[i2] == wv:
             continue
+        # rest neighbours first: in a flat region they are most candidates, and the bounds settle them cheaply
+        rest_nb = False
+        if rest_radius > 0.0:
+            rest_nb = rest_neighbour_triangle(v, i0, i1, i2, rest, panel, rest_radius)
+            if rest_nb and over_face_cos <= 0.0:
+                continue
         cp, w = closest_point_triangle(p, points[i0], points[i1], points[i2])
         d = wp.length(p - cp)
-        if d < radius and rest_radius > 0.0:
-            if rest_neighbour_triangle(v, i0, i1, i2, rest, panel, rest_radius):
-                if over_face_cos <= 0.0:
-                    continue
-                # a rest neighbour that has come over the face (separation along its normal) is a contact
-                n = wp.cross(points[i1] - points[i0], points[i2] - points[i0])
-                nn = wp.length(n)
-                if nn <= 0.0 or wp.abs(wp.dot(p - cp, n)) < over_face_cos * d * nn:
-                    continue
+        if d < radius and rest_nb:
+            # a rest neighbour that has come over the face (separation along its normal) is a contact
+            n = wp.cross(points[i1] - points[i0], points[i2] - points[i0])
+            nn = wp.length(n)
+            if nn <= 0.0 or wp.abs(wp.dot(p - cp, n)) < over_face_cos * d * nn:
+                continue
         if d < radius:
             if count < capacity:
                 vt_tri[v * capacity + count] = t
@@ -234,10 +263,10 @@ def edge_edge_kernel(
         b1 = weld[j1]
         if b0 == a0 or b0 == a1 or b1 == a0 or b1 == a1:
             continue
-        s, u, d = closest_points_edge_edge(p0, p1, points[j0], points[j1])
-        if d < radius and rest_radius > 0.0:
+        if rest_radius > 0.0:  # rest neighbours first (see vertex_triangle_kernel)
             if rest_neighbour_edges(i0, i1, j0, j1, rest, panel, rest_radius):
                 continue
+        s, u, d = closest_points_edge_edge(p0, p1, points[j0], points[j1])
         if d < radius:
             slot = wp.atomic_add(ee_count, e, 1)
             if slot < capacity:
