@@ -51,6 +51,7 @@ Examples::
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import platform
@@ -339,22 +340,16 @@ def save_array(path, x) -> None:
     os.replace(tmp, path)
 
 
-def ref_cache_path(a, scene, solver: str, frames: int) -> Path | None:
-    """Where --ref-cache keeps one solver's converged reference for one case, or None without it.
-
-    The name holds what the trajectory depends on (case, N, size, substeps, reference iterations, frames,
-    material, the solver's code: a hash of clothsim's sources, or Newton's version; and for clothsim its
-    solver settings), hashed, so a changed setting or solver never reuses a stale reference. A long comparison can so be split over several runs (e.g. device calls with a time
-    limit): the first computes and stores the references (--references-only), the next loads them."""
-    if not a.ref_cache:
-        return None
+def _solver_key(a, scene, solver: str, frames: int) -> dict:
+    """What one solver's trajectories in one case depend on (case, N, size, substeps, reference iterations,
+    frames, material, the solver's code: a hash of clothsim's sources, or Newton's version; and for clothsim
+    its solver settings, for its Jacobi curve also ω and ρ)."""
     import hashlib
-    import json
 
     key = {"case": scene.kind, "N": scene.n, "size": scene.size, "substeps": a.substeps, "frame_dt": FRAME_DT,
            "ref_iterations": a.ref_iterations, "frames": frames, "material": material_from(a).__dict__,
            "device": a.device.split(":")[0]}
-    if solver == "clothsim":
+    if solver in ("clothsim", JACOBI):
         src = hashlib.sha256()
         for f in sorted(Path(scene.cs_root).rglob("*.py")):
             src.update(f.read_bytes())
@@ -363,10 +358,42 @@ def ref_cache_path(a, scene, solver: str, frames: int) -> Path | None:
         over_face = FOLD_OVER_FACE if scene.self_collision else 0.0
         if over_face:  # only when set, so that earlier references keep their names
             key["over_face_cos"] = over_face
+        if solver == JACOBI:
+            key |= {"sweep": "jacobi", "jacobi": [a.jacobi_omega, a.jacobi_rho]}
     else:
         key["code"] = newton_available()[1]
-    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:12]
+    return key
+
+
+def _digest(key: dict) -> str:
+    import hashlib
+
+    return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:12]
+
+
+def ref_cache_path(a, scene, solver: str, frames: int) -> Path | None:
+    """Where --ref-cache keeps one solver's converged reference for one case, or None without it.
+
+    The name holds a hash of what the trajectory depends on (``_solver_key``), so a changed setting or solver
+    never reuses a stale reference. A long comparison can so be split over several runs (e.g. device calls
+    with a time limit): the first computes and stores the references (--references-only), the next loads them."""
+    if not a.ref_cache:
+        return None
+    digest = _digest(_solver_key(a, scene, solver, frames))
     return Path(a.ref_cache) / f"ref_{scene.kind}_N{scene.n}_{solver}_it{a.ref_iterations}_f{frames}_{digest}.npy"
+
+
+def point_cache_path(a, scene, solver: str, frames: int, timed: int, iterations: int) -> Path | None:
+    """Where --ref-cache keeps one finished sweep point (its errors against both references, time per frame,
+    intersections) as JSON, or None without it: a sweep cut off by a call's time limit resumes from the points
+    it finished. The name hashes the solver's key, both references' keys, the iterations, frames, timed frames
+    and runs. Points loaded from the cache were timed in an earlier run: the log says so."""
+    if not a.ref_cache:
+        return None
+    key = {"solver": _solver_key(a, scene, solver, frames), "iterations": iterations, "frames": frames,
+           "timed_frames": timed, "runs": a.runs,
+           "refs": [_digest(_solver_key(a, scene, r, frames)) for r in ("clothsim", "newton")]}
+    return Path(a.ref_cache) / f"point_{scene.kind}_N{scene.n}_{solver}_k{iterations}_f{frames}_{_digest(key)}.json"
 
 
 def rms(a, b):
@@ -401,8 +428,9 @@ def parse_args(argv=None):
     ap.add_argument("--ref-iterations", type=int, default=1000, help="iterations of the converged reference")
     ap.add_argument("--sweep", default=",".join(map(str, SWEEP)), help="iteration counts of the accuracy sweep")
     ap.add_argument("--ref-cache", default=None, metavar="DIR",
-                    help="keep the converged references in DIR (.npy, named by a hash of every setting they "
-                    "depend on) and load them from there when present")
+                    help="keep the converged references (.npy) and each finished sweep point (.json) in DIR, named "
+                    "by a hash of every setting they depend on, and load them from there when present: a comparison "
+                    "too long for one call resumes where the last stopped")
     ap.add_argument("--skip-timing", action="store_true",
                     help="build the solvers but skip the timed table at --iterations (e.g. the second run of a "
                     "comparison split over two)")
@@ -538,14 +566,22 @@ def compare_case(cs, scene, mat, a, log, runners=None, progress=None):
     for name, r in runners.items():
         pts = []
         for k in a.sweep:
-            x = trajectory(r, k, frames)
-            tm = timing(r, k, min(timed, a.frames), a.runs)
-            nint, note = count_intersections(x, scene.triangles)
-            pts.append({"iterations": k, "ms_median": tm["ms_median"], "ms_p10": tm["ms_p10"],
-                        "ms_p90": tm["ms_p90"], "err_vs_clothsim_ref": rms(x, refs["clothsim"]),
-                        "err_vs_newton_ref": rms(x, refs["newton"]), "intersections": nint,
-                        "folded": folded_fraction(x, scene.rest_uv, scene.edge)})
-            log(f"  [{scene.kind} N={scene.n}] {name} it={k}: {tm['ms_median']:.1f} ms/frame, "
+            pcache = point_cache_path(a, scene, name, frames, min(timed, a.frames), k)
+            if pcache is not None and pcache.exists():
+                pts.append(json.loads(pcache.read_text()) | {"loaded_from": str(pcache)})
+                log(f"  [{scene.kind} N={scene.n}] {name} it={k}: loaded from {pcache} (timed in an earlier run)")
+            else:
+                x = trajectory(r, k, frames)
+                tm = timing(r, k, min(timed, a.frames), a.runs)
+                nint, note = count_intersections(x, scene.triangles)
+                pts.append({"iterations": k, "ms_median": tm["ms_median"], "ms_p10": tm["ms_p10"],
+                            "ms_p90": tm["ms_p90"], "err_vs_clothsim_ref": rms(x, refs["clothsim"]),
+                            "err_vs_newton_ref": rms(x, refs["newton"]), "intersections": nint,
+                            "folded": folded_fraction(x, scene.rest_uv, scene.edge)})
+                if pcache is not None:
+                    save_json(pcache, pts[-1])
+            nint = pts[-1]["intersections"]
+            log(f"  [{scene.kind} N={scene.n}] {name} it={k}: {pts[-1]['ms_median']:.1f} ms/frame, "
                 f"err {pts[-1]['err_vs_clothsim_ref']:.3e} m, intersections {nint}")
             out["sweep"][name] = pts
             progress(out)
