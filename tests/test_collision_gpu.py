@@ -2,8 +2,9 @@
 
 * detect() is captured in a CUDA graph (wp.ScopedCapture) and replayed after the positions and
   the collider moved: the replayed lists equal an eager detect() bit for bit;
-* two eager runs give bit-identical lists (each thread writes its own list in traversal order;
-  min/overflow use order-free atomic min/max/add);
+* two eager runs give bit-identical lists (each thread writes its own list in traversal order, the
+  appended tv/ee lists are ranked into sorted order; min/overflow use order-free atomic min/max/add; the
+  edge-edge search runs on a second stream, forked and joined inside the capture);
 * the CUDA lists hold the same pairs as the CPU detector's (order may differ: the BVHs are built
   by different constructors, SAH on CPU, LBVH on CUDA).
 No trimesh here (the GPU machine lacks it).
@@ -92,6 +93,12 @@ def test_detect_graph_capture_and_bitwise_determinism(device):
     cpu = SelfContactDetector(len(x), tris, edges, 256, 256, device="cpu", positions=x2)
     cpu.detect(wp.array(x2, dtype=wp.vec3, device="cpu"), R)
     assert _sets(cpu) == _sets(det)
+    # the appended lists (tv, ee) are finished in sorted order on both devices (CUDA ranks them,
+    # rank_lists_kernel; the CPU sorts them in place): the same entries in the same order
+    cl, gl = cpu.lists_numpy(), det.lists_numpy()
+    for k in ("tv", "ee"):
+        assert all(np.array_equal(a, b) for a, b in zip(cl[k], gl[k])), k
+        assert all((np.diff(a) > 0).all() for a in gl[k]), k
     np.testing.assert_allclose(cpu.min_dist.numpy(), det.min_dist.numpy(), atol=1e-6)
 
 

@@ -296,3 +296,43 @@ def test_simulator_over_face_setting_reaches_the_detector(cloth, device):
     for bad in (-0.1, 1.5, float("nan")):
         with pytest.raises(cs.InputError, match="self_contact_over_face"):
             cs.Simulator(cs.Cloth.from_mesh(x, tris, rest_uv=uv, fabric=fabric), device=device, self_contact_over_face=bad)
+
+
+def test_rank_lists_equal_the_insertion_sort():
+    """CUDA's list finish (rank_lists_kernel: several threads a list, each entry written to its rank) against
+    the CPU's insertion sort, launched on the CPU on the same appended lists: lists of every length from empty
+    to past the capacity (an overflow, recorded with the length needed), entries distinct within a list and
+    in random order. Same counts, same entries in the same order, same overflow record."""
+    from clothsim.collision.self_contact import finish_lists_kernel, rank_lists_kernel
+
+    rng = np.random.default_rng(3)
+    cap, lists = 7, 40
+    need = rng.integers(0, cap + 4, lists).astype(np.int32)
+    need[:cap + 2] = np.arange(cap + 2)  # every length 0 … cap + 1 at least once
+    items = np.zeros((lists, cap), np.int32)
+    for i, c in enumerate(need):
+        items[i, : min(c, cap)] = rng.choice(1000, size=min(c, cap), replace=False)
+
+    def run(lanes):
+        count = wp.array(need, dtype=wp.int32, device="cpu")
+        out = wp.zeros(lists * cap, dtype=wp.int32, device="cpu")
+        appended = wp.array(items.ravel(), dtype=wp.int32, device="cpu")
+        flags = [wp.zeros(1, dtype=wp.int32, device="cpu"), wp.zeros(3, dtype=wp.int32, device="cpu")]
+        if lanes == 0:
+            wp.launch(finish_lists_kernel, dim=lists, inputs=[cap, 2, count], outputs=[count, appended, *flags],
+                      device="cpu")
+            out = appended
+        else:
+            wp.launch(rank_lists_kernel, dim=lists * lanes, inputs=[cap, 2, lanes, count, count, appended],
+                      outputs=[out, *flags], device="cpu")
+        c = count.numpy()
+        o = out.numpy().reshape(lists, cap)
+        return c, [o[i, : c[i]].tolist() for i in range(lists)], [f.numpy().tolist() for f in flags]
+
+    ref = run(0)
+    assert ref[0].tolist() == np.minimum(need, cap).tolist()
+    assert ref[1] == [sorted(items[i, : min(c, cap)].tolist()) for i, c in enumerate(need)]
+    assert ref[2] == [[int((need > cap).sum())], [0, 0, int(need.max())]]
+    for lanes in (1, 3, 8):
+        got = run(lanes)
+        assert got[0].tolist() == ref[0].tolist() and got[1] == ref[1] and got[2] == ref[2], lanes
