@@ -113,3 +113,72 @@ def print_compare(scene, res, pr):
             t = "not reached" if r["clothsim_ms"] is None else f"{r['note']}{r['clothsim_ms']:.1f}".replace("<=", "≤ ")
             pr(f"| {r['newton_iterations']} | {r['newton_ms']:.1f} | {r['error_m']:.3e} | {t} | "
                f"{fmt(r['ratio'], 2)} |")
+
+
+def merge_comparisons(results: list[dict], case: str, n: int) -> dict:
+    """One comparison (``case``, N) from several sim_grid JSONs whose sweeps cover different iteration counts
+    (a curve too long for one device call): the sweeps are joined (a point already present is kept from the
+    first file) and the tables recomputed. Refused unless every file compared the same references: same
+    frames and reference iterations, and the same reference gap (RMS clothsim ref − Newton ref) to 4 digits."""
+    comps = []
+    for i, r in enumerate(results):
+        found = [c for c in r.get("comparisons", []) if c.get("case") == case and c.get("N") == n]
+        if not found:
+            raise ValueError(f"file {i + 1} has no comparison for case {case!r}, N = {n}")
+        comps.append(found[0])
+    first = comps[0]
+    for i, c in enumerate(comps[1:], 2):
+        for key in ("frames", "ref_iterations"):
+            if c[key] != first[key]:
+                raise ValueError(f"file {i}: {key} = {c[key]}, file 1 has {first[key]}")
+        a, b = (x["same_physics"]["rms_clothsim_vs_newton_m"] for x in (first, c))
+        if f"{a:.3e}" != f"{b:.3e}":
+            raise ValueError(f"file {i}: references {b:.3e} m apart, file 1's {a:.3e} m: not the same references")
+    merged = {k: v for k, v in first.items() if not k.startswith("time_to_newton_error")}
+    merged["sweep"] = {}
+    for c in comps:
+        for solver, pts in c["sweep"].items():
+            have = {p["iterations"] for p in merged["sweep"].setdefault(solver, [])}
+            merged["sweep"][solver] += [p for p in pts if p["iterations"] not in have]
+    for pts in merged["sweep"].values():
+        pts.sort(key=lambda p: p["iterations"])
+    merged["timed_frames"] = sorted({c.get("timed_frames", c["frames"]) for c in comps})
+    return merged | reach_tables(merged["sweep"])
+
+
+def main(argv=None):
+    import argparse
+    import json
+    import os
+    import tempfile
+    from types import SimpleNamespace
+
+    ap = argparse.ArgumentParser(description="Join the accuracy-versus-time sweeps of several sim_grid.py JSONs "
+                                 "(same case, N and references) into one curve and print its tables.")
+    ap.add_argument("files", nargs="+", help="sim_grid.py --json outputs")
+    ap.add_argument("--case", default="fold")
+    ap.add_argument("--n", type=int, required=True, help="N of the comparison")
+    ap.add_argument("--json", default=None, help="write the merged comparison here")
+    a = ap.parse_args(argv)
+    results = []
+    for f in a.files:
+        with open(f) as fh:
+            results.append(json.load(fh))
+    res = merge_comparisons(results, a.case, a.n)
+    timed = res.pop("timed_frames")
+    res["timed_frames"] = timed[0] if len(timed) == 1 else res["frames"]
+    print_compare(SimpleNamespace(kind=a.case, n=a.n), res, print)
+    if len(timed) > 1:
+        print(f"\ntimed over the first {', '.join(map(str, timed))} frames in the files joined (each point: its "
+              "own file's); per point, its file's runs")
+    res["timed_frames"] = timed
+    if a.json:
+        d = os.path.dirname(os.path.abspath(a.json))
+        fd, tmp = tempfile.mkstemp(dir=d, suffix=".tmp")
+        with os.fdopen(fd, "w") as fh:
+            json.dump({"merged_from": a.files, "comparisons": [res]}, fh, indent=1)
+        os.replace(tmp, a.json)
+
+
+if __name__ == "__main__":
+    main()

@@ -14,6 +14,7 @@ import warp as wp
 
 from clothsim.collision._arrays import unique_edges
 from clothsim.collision.self_contact import SelfContactDetector
+from clothsim.errors import SimulationError
 
 R = 0.06
 AMBIG = 1e-5
@@ -172,6 +173,13 @@ def test_overflow_and_grow(cloth, device):
     before = det.capacities
     after = det.grow()
     assert all(after[k] == 2 * before[k] for k in before)
+    # lists too long for one array (an N = 1024 fold at a 6 mm radius asked for 1024 edges a list: 3.2e9
+    # entries): a clear error, and the detector keeps its lists
+    det.ee_capacity = 2**31 // len(edges) + 1
+    before = det.capacities
+    with pytest.raises(SimulationError, match=r"edge-edge lists.*radius \(0\.06 m\).*mean rest edge 0\.1"):
+        det.grow()
+    assert det.capacities == before and det.ee_edge.shape[0] == len(edges) * after["ee"]
 
 
 def test_rest_neighbours_are_left_out(cloth, device):

@@ -16,6 +16,11 @@ import numpy as np
 import warp as wp
 
 
+# the most entries one list array may hold: Warp's array shapes and the kernels' list indices
+# (primitive * capacity + slot) are 32-bit signed integers
+MAX_LIST_ENTRIES = 2**31 - 1
+
+
 def resolve_device(device, *arrays):
     """The device to run on: ``device`` if given, else that of the first wp.array among ``arrays``."""
     if device is not None:

@@ -37,7 +37,8 @@ from __future__ import annotations
 import numpy as np
 import warp as wp
 
-from ._arrays import as_index_array, as_vec3_array, query_block_dim
+from ..errors import SimulationError
+from ._arrays import MAX_LIST_ENTRIES, as_index_array, as_vec3_array, query_block_dim
 from .contact_funcs import closest_point_triangle, closest_points_edge_edge
 
 wp.set_module_options({"enable_backward": False})  # no autodiff here: forward code only, compiles ~4x faster
@@ -431,6 +432,14 @@ class SelfContactDetector:
         if panel_np.shape != (n,):
             raise ValueError(f"panel must be {n} panel ids")
         self.rest = wp.array(rest_np, dtype=wp.vec3, device=dev)
+        # for the message of an impossible grow(): the radius of the last detect() and the mean edge length
+        # of the rest shape (of the first positions without one)
+        self.last_radius = 0.0
+        shape = rest_np if rest is not None else (None if positions is None else np.asarray(
+            positions.numpy() if isinstance(positions, wp.array) else positions, dtype=np.float64).reshape(-1, 3))
+        e_np = self.edges.numpy().reshape(-1, 2) if self.edge_count else None
+        self.mean_edge = (float(np.linalg.norm(shape[e_np[:, 0]] - shape[e_np[:, 1]], axis=1).mean())
+                          if shape is not None and e_np is not None else float("nan"))
         self.panel = wp.array(panel_np, dtype=wp.int32, device=dev)
         self.overflow = wp.zeros(1, dtype=wp.int32, device=dev)
         self.required = wp.zeros(3, dtype=wp.int32, device=dev)
@@ -554,6 +563,7 @@ class SelfContactDetector:
                 if self.edge_bvh is not None:
                     self.edge_bvh.refit()
         r = float(query_radius)
+        self.last_radius = r
         rr = float(rest_radius)
         if rr > 0.0 and not self.has_rest:
             raise ValueError("rest_radius > 0 needs the rest shape: SelfContactDetector(..., rest=, panel=)")
@@ -635,6 +645,17 @@ class SelfContactDetector:
                     caps[i] *= 2
         else:
             caps = [2 * c for c in caps]
+        counts = (self.vertex_count, self.triangle_count, self.edge_count)
+        for kind, (what, cap, count) in enumerate(zip(("vertex-triangle", "triangle-vertex", "edge-edge"), caps, counts)):
+            if cap * count > MAX_LIST_ENTRIES:
+                need = (f"a list needs {int(req[kind])} entries" if req[kind] > 0 else
+                        f"the lists were to double to {cap} entries")
+                raise SimulationError(
+                    f"self-contact {what} lists: {need}, and {count} lists of {cap} entries "
+                    f"({cap * count}) exceed the {MAX_LIST_ENTRIES} one list array can index. The contact radius "
+                    f"({self.last_radius:.4g} m) spans many mesh edges (mean rest edge {self.mean_edge:.3g} m), so "
+                    "cloth in layers lists hundreds of pairs per primitive: lower the fabric's thickness or the "
+                    "contact margin, or use a coarser mesh. Nothing was changed: the lists keep their capacities.")
         self.vt_capacity, self.tv_capacity, self.ee_capacity = caps
         self._allocate_lists()
         self.reset_overflow()

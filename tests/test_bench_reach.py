@@ -1,0 +1,58 @@
+"""benchmarks/reach.py: the time clothsim needs to reach each of Newton's errors (log-log interpolation on
+clothsim's curve), and joining sweeps stored in several sim_grid JSONs into one curve."""
+
+import math
+import os
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "benchmarks"))
+from reach import merge_comparisons, time_to_reach  # noqa: E402
+
+
+def test_time_to_reach_interpolates_in_log_log():
+    # errors 1e-2 at 10 ms and 1e-3 at 100 ms: 10^-2.5 is reached at 10^1.5 ms
+    t, note = time_to_reach(10 ** -2.5, [10.0, 100.0], [1e-2, 1e-3])
+    assert note == "" and t == pytest.approx(10 ** 1.5, rel=1e-12)
+    assert time_to_reach(2e-2, [10.0, 100.0], [1e-2, 1e-3]) == (10.0, "<=")
+    assert time_to_reach(1e-4, [10.0, 100.0], [1e-2, 1e-3]) == (None, "not reached")
+
+
+def _point(it, ms, e_cs, e_nw, inter=0):
+    return {"iterations": it, "ms_median": ms, "ms_p10": ms, "ms_p90": ms, "err_vs_clothsim_ref": e_cs,
+            "err_vs_newton_ref": e_nw, "intersections": inter, "folded": 0.1}
+
+
+def _result(cs, nw, gap=9.188e-3, frames=12, timed=30):
+    return {"comparisons": [{"case": "fold", "N": 256, "frames": frames, "timed_frames": timed, "ref_iterations": 300,
+                             "same_physics": {"rms_clothsim_vs_newton_m": gap}, "sweep": {"clothsim": cs, "newton": nw}}]}
+
+
+def test_merge_joins_sweeps_and_recomputes_the_tables():
+    a = _result([_point(1, 80.0, 1e-2, 9e-3, inter=5), _point(4, 100.0, 8e-3, 7e-3)],
+                [_point(1, 250.0, 1.2e-2, 9e-3, inter=9), _point(4, 260.0, 1.1e-2, 8e-3)])
+    b = _result([_point(4, 999.0, 1.0, 1.0), _point(32, 300.0, 4e-3, 3e-3)], [_point(32, 500.0, 5e-3, 4e-3)], timed=20)
+    m = merge_comparisons([a, b], "fold", 256)
+    assert [p["iterations"] for p in m["sweep"]["clothsim"]] == [1, 4, 32]
+    assert m["sweep"]["clothsim"][1]["ms_median"] == 100.0  # the first file's point is kept
+    assert m["timed_frames"] == [20, 30]
+    rows = m["time_to_newton_error_vs_clothsim_ref"]
+    assert [r["newton_iterations"] for r in rows] == [1, 4, 32]
+    assert rows[0]["ratio"] == pytest.approx(80.0 / 250.0)
+    # Newton's 32-iteration error 5e-3 lies between clothsim's 4 (8e-3, 100 ms) and 32 (4e-3, 300 ms)
+    w = math.log(5e-3 / 8e-3) / math.log(4e-3 / 8e-3)
+    assert rows[2]["clothsim_ms"] == pytest.approx(math.exp(math.log(100.0) + w * math.log(3.0)))
+    clean = m["time_to_newton_error_vs_clothsim_ref_clean"]
+    assert [r["newton_iterations"] for r in clean] == [4, 32]  # Newton's 1-iteration run ended tangled
+    assert clean[0]["clothsim_ms"] == 100.0  # clothsim's tangled 1-iteration run does not count
+
+
+def test_merge_refuses_different_references():
+    a = _result([_point(1, 80.0, 1e-2, 9e-3)], [_point(1, 250.0, 1.2e-2, 9e-3)])
+    with pytest.raises(ValueError, match="apart"):
+        merge_comparisons([a, _result([], [], gap=9.3e-3)], "fold", 256)
+    with pytest.raises(ValueError, match="frames"):
+        merge_comparisons([a, _result([], [], frames=10)], "fold", 256)
+    with pytest.raises(ValueError, match="N = 128"):
+        merge_comparisons([a], "fold", 128)
