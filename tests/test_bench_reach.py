@@ -1,14 +1,19 @@
 """benchmarks/reach.py: the time clothsim needs to reach each of Newton's errors (log-log interpolation on
 clothsim's curve), and joining sweeps stored in several sim_grid JSONs into one curve."""
 
+import importlib.util
 import math
 import os
-import sys
 
 import pytest
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "benchmarks"))
-from reach import merge_comparisons, time_to_reach  # noqa: E402
+# loaded by path, not by putting benchmarks/ on sys.path: its render.py would shadow the render package for
+# every test module collected after this one
+_spec = importlib.util.spec_from_file_location(
+    "bench_reach", os.path.join(os.path.dirname(__file__), "..", "benchmarks", "reach.py"))
+_reach = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_reach)
+merge_comparisons, time_to_reach = _reach.merge_comparisons, _reach.time_to_reach
 
 
 def test_time_to_reach_interpolates_in_log_log():
