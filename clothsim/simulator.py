@@ -321,7 +321,10 @@ class Simulator:
         if int(frames) != frames or frames < 0:
             raise InputError(f"step: frames must be a non-negative integer, got {frames!r}")
         for _ in range(int(frames)):
-            self.solver.frame(self.state)
+            try:
+                self.solver.frame(self.state)
+            except SimulationError as e:  # e.g. contact lists that cannot grow: the state is the frame's start
+                raise SimulationError(f"frame {self.frame + 1} (t = {self.time + self.dt:.4f} s): {e}") from None
             if self.solver.read_bad_flag():
                 raise SimulationError(
                     f"the state became non-finite during frame {self.frame + 1} (t = {self.time + self.dt:.4f} s); "

@@ -344,3 +344,27 @@ def test_rank_lists_equal_the_insertion_sort():
     for lanes in (1, 3, 8):
         got = run(lanes)
         assert got[0].tolist() == ref[0].tolist() and got[1] == ref[1] and got[2] == ref[2], lanes
+
+
+def test_simulator_stops_cleanly_when_lists_cannot_grow(cloth, device, monkeypatch):
+    """Contact lists that would outgrow one array (lowered here to 1000 entries, so the crumpled test cloth hits
+    it in its first frame) stop step() with a SimulationError naming the frame and the lists; the state is
+    the frame's start and the frame is not counted."""
+    import clothsim as cs
+    import clothsim.collision.self_contact as SC
+
+    x, tris, edges, _ = cloth
+    n = int(round(np.sqrt(len(x))))
+    u, v = np.meshgrid(np.linspace(0, 1, n), np.linspace(0, 1, n), indexing="ij")
+    uv = np.stack([u, v], -1).reshape(-1, 2)  # flat rest shape: the folded layers are contacts, not neighbours
+    sim = cs.Simulator(cs.Cloth.from_mesh(x, tris, rest_uv=uv, fabric=cs.Fabric(name="t", thickness=1e-3)),
+                       device=device, self_collision=True, contact_margin=0.25)  # a wide radius: long lists
+    start = sim.positions()
+    monkeypatch.setattr(SC, "MAX_LIST_ENTRIES", 1000)
+    with pytest.raises(SimulationError, match=r"^frame 1 \(t = 0\.0167 s\): self-contact .* lists"):
+        sim.step()
+    assert sim.frame == 0
+    np.testing.assert_array_equal(sim.positions(), start)
+    monkeypatch.undo()
+    sim.step()  # the lists can grow again: the frame runs
+    assert sim.frame == 1
