@@ -5,8 +5,12 @@ primitives closer than R and writes them to fixed-capacity per-primitive lists, 
 without host round trips (so ``detect()`` can be captured in a CUDA graph). Two BVH queries per
 detection: one per vertex against the triangles (the vt lists, written by one thread in BVH traversal
 order; the tv lists are their inversion) and one per edge against the edges, each pair tested once by
-its lower edge and appended to both lists. Appended lists are sorted afterwards, so every list is the
-same run to run.
+its lower edge and appended to both lists. Appended lists are put in order afterwards, so every list is the
+same run to run and on both devices: on the CPU sorted in place (``finish_lists_kernel``); on CUDA the appends
+go to lists of their own (``tv_append``, ``ee_append``) and several threads a list write each entry to its
+rank in the final list (``rank_lists_kernel``), and the edge–edge search runs on a second stream beside the
+vertex–triangle one. A list array holds at most ``MAX_LIST_ENTRIES`` entries (primitives × capacity):
+:meth:`SelfContactDetector.grow` past that raises :class:`clothsim.errors.SimulationError`.
 
 Array layouts (all int32 / float32 wp.arrays on the detector's device):
 
