@@ -3,7 +3,7 @@
     python benchmarks/contact_lists.py --n 128 --size 0.127 --frames 5 --iterations 2
 
 The fold scene with N vertices a side on a sheet of side L (edge L/(N − 1)) and the benchmark's contact
-(3 mm thickness + 3 mm margin: a 6 mm radius). Every --every frames it prints the lists' capacities, the
+(3 mm thickness + 3 mm margin: a 6 mm radius; --thickness, --contact-margin change them). Every --every frames it prints the lists' capacities, the
 longest list of each kind and the mean edge–edge list. N = 128 on 0.127 m has the 1 mm edges of the
 1 m sheet at N = 1024, at a size this CPU can step.
 """
@@ -29,13 +29,17 @@ def main(argv=None):
     ap.add_argument("--every", type=int, default=5, help="report every this many frames")
     ap.add_argument("--iterations", type=int, default=2)
     ap.add_argument("--device", default="cpu")
+    ap.add_argument("--thickness", type=float, default=None, help="contact thickness [m] (sim_grid's default: 3 mm)")
+    ap.add_argument("--contact-margin", type=float, default=None, help="search distance beyond it [m] (3 mm)")
     a = ap.parse_args(argv)
     import warp as wp
 
     wp.config.quiet = True
     import clothsim as cs
 
-    sa = parse_args(["--device", a.device])
+    sa = parse_args(["--device", a.device]
+                    + ([] if a.thickness is None else ["--thickness", str(a.thickness)])
+                    + ([] if a.contact_margin is None else ["--contact-margin", str(a.contact_margin)]))
     mat = material_from(sa)
     scene = Scene(cs, "fold", a.n, a.size, mat)
     r = ClothsimRunner(cs, scene, mat, a.device, sa.substeps, initial_guess_for(sa, "fold"), sa.chebyshev_rho,
