@@ -368,3 +368,29 @@ def test_simulator_stops_cleanly_when_lists_cannot_grow(cloth, device, monkeypat
     monkeypatch.undo()
     sim.step()  # the lists can grow again: the frame runs
     assert sim.frame == 1
+
+
+def test_edge_edge_search_in_a_worker_thread_gives_the_same_lists(cloth):
+    """CPU: detect(executor=) runs the edge-edge search in a worker thread beside the vertex-triangle one, with
+    its own min_dist and overflow record folded in afterwards: the same lists, min_dist, overflow count and
+    needed lengths as one thread, with lists that fit and with lists that overflow."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    x, tris, edges, _ = cloth
+    pos = wp.array(x, dtype=wp.vec3, device="cpu")
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        for cap in (64, 2):
+            got = []
+            for ex in (None, pool):
+                det = SelfContactDetector(len(x), tris, edges, vertex_capacity=cap, edge_capacity=cap, device="cpu",
+                                          positions=x)
+                for _ in range(2):  # the first detect() runs in one thread (it loads the kernels)
+                    det.reset_overflow()
+                    det.detect(pos, R, executor=ex)
+                lists = det.lists_numpy()
+                got.append(([a.tolist() for k in ("vt", "tv", "ee") for a in lists[k]], lists["min_dist"].tolist(),
+                            det.overflow.numpy().tolist(), det.required.numpy().tolist()))
+                det.release()
+            assert got[0] == got[1], cap
+            assert (got[0][2][0] > 0) == (cap == 2)
+            assert min(got[0][1]) < R  # pairs were found: min_dist came down from the radius

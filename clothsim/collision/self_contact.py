@@ -356,6 +356,26 @@ def rank_lists_kernel(
 RANK_LANES = 8
 
 
+@wp.kernel
+def merge_side_kernel(
+    side_min: wp.array(dtype=float),
+    side_overflow: wp.array(dtype=wp.int32),
+    side_required: wp.array(dtype=wp.int32),
+    min_dist: wp.array(dtype=float),
+    overflow: wp.array(dtype=wp.int32),
+    required: wp.array(dtype=wp.int32),
+):
+    """CPU, after the edge-edge search ran in a thread of its own with its own min_dist and overflow record
+    (Warp's CPU atomics are plain reads and writes, safe in one thread only): fold them into the detector's.
+    A minimum and a maximum give the same result in any order."""
+    v = wp.tid()
+    min_dist[v] = wp.min(min_dist[v], side_min[v])
+    if v == 0:
+        overflow[0] = overflow[0] + side_overflow[0]
+        for k in range(3):
+            required[k] = wp.max(required[k], side_required[k])
+
+
 # --------------------------------------------------------------------------------------
 # detector
 
@@ -447,8 +467,12 @@ class SelfContactDetector:
         self.panel = wp.array(panel_np, dtype=wp.int32, device=dev)
         self.overflow = wp.zeros(1, dtype=wp.int32, device=dev)
         self.required = wp.zeros(3, dtype=wp.int32, device=dev)
-        # CUDA: the edge-edge search runs on a stream of its own beside the vertex-triangle one (detect())
+        # CUDA: the edge-edge search runs on a stream of its own beside the vertex-triangle one (detect());
+        # CPU, given an executor: in a worker thread, with its own min_dist and overflow record
         self._side = wp.Stream(dev) if dev.is_cuda else None
+        self._side_min = wp.zeros(n if dev.is_cpu else 1, dtype=float, device=dev)
+        self._side_flags = [wp.zeros(1, dtype=wp.int32, device=dev), wp.zeros(3, dtype=wp.int32, device=dev)]
+        self._threads_ready = False  # the first CPU detect() runs in one thread (it loads the kernels)
         self._allocate_lists()
         self.triangle_bvh = None
         self.edge_bvh = None
@@ -482,7 +506,7 @@ class SelfContactDetector:
             self.triangle_lowers, self.triangle_uppers,
             self.vt_count, self.tv_count, self.tv_need, self.ee_count, self.min_dist, self.weld, self.rest, self.panel,
             self.overflow, self.required, self.vt_tri, self.tv_vertex, self.ee_edge, self.triangles, self.edges,
-            *((self.tv_append, self.ee_append) if self.device.is_cuda else ()),
+            *((self.tv_append, self.ee_append) if self.device.is_cuda else ()), self._side_min, *self._side_flags,
         )  # fmt: skip
         return sum(a.capacity for a in arrays if a is not None)
 
@@ -493,10 +517,11 @@ class SelfContactDetector:
             "triangle_lowers", "triangle_uppers",
             "edge_uppers", "vt_count", "tv_count", "tv_need", "ee_count", "min_dist", "weld", "rest", "panel", "overflow",
             "required",
-            "vt_tri", "tv_vertex", "ee_edge", "tv_append", "ee_append", "triangles", "edges",
+            "vt_tri", "tv_vertex", "ee_edge", "tv_append", "ee_append", "triangles", "edges", "_side_min",
         ):  # fmt: skip
             setattr(self, name, None)
         self._side = None
+        self._side_flags = []
 
     # -- acceleration structures
 
@@ -532,7 +557,7 @@ class SelfContactDetector:
     # -- detection
 
     def detect(self, positions: wp.array, query_radius: float, rebuild: bool = False, rest_radius: float = 0.0,
-               over_face_cos: float = 0.0):
+               over_face_cos: float = 0.0, executor=None):
         """Refit (or, with ``rebuild``, re-split) the BVHs to ``positions`` and fill every list for pairs
         closer than ``query_radius`` [m].
 
@@ -548,6 +573,9 @@ class SelfContactDetector:
         lies in the surface (cosine near 0); a hairpin fold tighter than the radius brings a vertex over a
         neighbouring face, which is then a contact (and bounds the vertex's move) instead of passing
         through. 0 (the default) leaves every rest neighbour out. Edge–edge pairs are not affected.
+
+        ``executor`` (CPU; a ``concurrent.futures.Executor``): the edge–edge search runs in one of its threads
+        while this one does the vertex–triangle search (each touches arrays of its own; the same lists).
 
         ``positions``: ``wp.array(dtype=wp.vec3)`` with at least N entries, on the detector's device.
         Launches kernels only (no host synchronisation, no allocation once built), so it can be
@@ -581,15 +609,26 @@ class SelfContactDetector:
         self.tv_need.zero_()
         self.ee_count.zero_()
         if self._side is None:
+            if executor is None or not self.edge_count or not self._threads_ready:
+                self._vertex_triangle_lists(filt, float(over_face_cos), flags)
+                self._edge_edge_lists(filt, flags, self.min_dist)
+                self._threads_ready = True
+                return
+            self._side_min.fill_(r)
+            for f in self._side_flags:
+                f.zero_()
+            job = executor.submit(self._edge_edge_lists, filt, self._side_flags, self._side_min)
             self._vertex_triangle_lists(filt, float(over_face_cos), flags)
-            self._edge_edge_lists(filt, flags)
+            job.result()
+            wp.launch(merge_side_kernel, dim=self.vertex_count, inputs=[self._side_min, *self._side_flags],
+                      outputs=[self.min_dist, *flags], device=dev)
             return
         # CUDA: the two searches share nothing but min_dist (atomic min) and the overflow counters (atomic
         # add, max), which give the same result in any order, so the edge-edge search runs on a second
         # stream beside the vertex-triangle one (forked and joined by events: also inside a graph capture)
         main = wp.get_stream(dev)
         with wp.ScopedStream(self._side, sync_enter=True):
-            self._edge_edge_lists(filt, flags)
+            self._edge_edge_lists(filt, flags, self.min_dist)
         self._vertex_triangle_lists(filt, float(over_face_cos), flags)
         main.wait_stream(self._side)
 
@@ -615,13 +654,13 @@ class SelfContactDetector:
                   outputs=[self.tv_count, self.tv_append], device=dev)
         self._finish(self.tv_capacity, TV, self.tv_need, self.tv_count, self.tv_append, self.tv_vertex, flags)
 
-    def _edge_edge_lists(self, filt, flags):
+    def _edge_edge_lists(self, filt, flags, min_dist):
         if not self.edge_count:
             return
         dev = self.device
         wp.launch(edge_edge_kernel, dim=self.edge_count,
                   inputs=[self.edge_bvh.id, self.points, self.edges, *filt, self.ee_capacity],
-                  outputs=[self.ee_count, self.ee_append, self.min_dist], device=dev,
+                  outputs=[self.ee_count, self.ee_append, min_dist], device=dev,
                   block_dim=query_block_dim(dev, self.edge_count))
         self._finish(self.ee_capacity, EE, self.ee_count, self.ee_count, self.ee_append, self.ee_edge, flags)
 

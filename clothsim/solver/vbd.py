@@ -269,7 +269,7 @@ class SolverVBD:
                                               moved=self._cc_refresh or any(c.moving for c in self.colliders))
             if self.self_contacts is not None:
                 # re-split the BVHs once per frame, refit them in the other substeps
-                self.self_contacts.detect(self.x_prev, rebuild=(sub == 0))
+                self.self_contacts.detect(self.x_prev, rebuild=(sub == 0), executor=self._detect_pool())
             if sub == 0:  # later substeps get the angles from the previous one's finish_substep_kernel
                 self._launch(K.edge_angles_kernel, nbend, [self.x_prev, m.bend, self.theta_prev])
             omega = 1.0
@@ -337,6 +337,20 @@ class SolverVBD:
             self._cpu_launches[(kernel.key, site)] = entry
         entry[1].launch()
 
+    def _workers(self) -> ThreadPoolExecutor:
+        if self._pool is None:
+            # sized for the most threads a sweep may use (a Jacobi sweep splits even with self contact)
+            self._pool = ThreadPoolExecutor(max_workers=max(1, int(getattr(self.s, "cpu_threads", 1)) - 1),
+                                            thread_name_prefix="clothsim-vbd")
+        return self._pool
+
+    def _detect_pool(self):
+        """CPU with more than one thread: the worker threads that run the edge–edge contact search beside the
+        vertex–triangle one (SelfContactDetector.detect(executor=)); None otherwise."""
+        if self.model.device.is_cpu and int(getattr(self.s, "cpu_threads", 1)) > 1:
+            return self._workers()
+        return None
+
     def _cpu_threads(self) -> int:
         """Threads for the CPU colour sweep: 1 with self contact (pairs link vertices of one colour)."""
         if self.self_contacts is not None:
@@ -376,11 +390,7 @@ class SolverVBD:
         if t == 1:
             launches[0].launch()
             return
-        if self._pool is None:
-            # sized for the most threads a sweep may use (a Jacobi sweep splits even with self contact)
-            self._pool = ThreadPoolExecutor(max_workers=max(1, int(getattr(self.s, "cpu_threads", 1)) - 1),
-                                            thread_name_prefix="clothsim-vbd")
-        futures = [self._pool.submit(cmd.launch) for cmd in launches[1:]]
+        futures = [self._workers().submit(cmd.launch) for cmd in launches[1:]]
         launches[0].launch()
         for f in futures:
             f.result()
