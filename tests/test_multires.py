@@ -205,7 +205,8 @@ def test_estimate_matches_owners_and_gc(device):
             sim.add_collider(k)
         owners = owner_bytes(sim)
         total = sum(b for _, b in owners.values())
-        est = estimate_simulator_bytes([c], self_collision=self_collision, colliders=cols, jacobi=sweep == "jacobi")
+        est = estimate_simulator_bytes([c], self_collision=self_collision, colliders=cols, jacobi=sweep == "jacobi",
+                                       device=device)
         by_cat = {}
         for cat, b in owners.values():
             by_cat[cat] = by_cat.get(cat, 0) + b

@@ -139,13 +139,15 @@ def independent_figures(device) -> dict:
 
 # ---------------------------------------------------------------------------------------------- estimates
 def estimate_simulator_bytes(cloths, *, self_collision: bool, colliders=(), model_bytes: int | None = None,
-                             collider_capacities=(8, 4), self_capacities=(16, 16, 16), jacobi: bool = False) -> dict:
+                             collider_capacities=(8, 4), self_capacities=(16, 16, 16), jacobi: bool = False,
+                             device="cpu") -> dict:
     """Bytes a :class:`clothsim.Simulator` of ``cloths`` will allocate, by category, computed from host data
     before anything is allocated (the budget check). ``colliders``: host :class:`clothsim.Collider` objects.
     ``model_bytes``: the model's exact bytes if known (a host snapshot). ``collider_capacities``: (edge,
     triangle) list capacities of the collider feature contacts; ``self_capacities``: (vt, tv, ee) of the
     self-contact lists (the solver's defaults; larger once lists have grown). ``jacobi``: the simulator runs
-    Jacobi sweeps (a second iterate array). Mirrors the allocations of
+    Jacobi sweeps (a second iterate array). ``device``: where it will run (the self-contact detector keeps
+    different side arrays on CUDA and on the CPU). Mirrors the allocations of
     ClothModel, ClothState, SolverVBD, ColliderBuffers, ColliderContacts and SelfCollision; the tests check
     it equals the owners' accounting after the level is built."""
     off = np.concatenate([[0], np.cumsum([c.vertex_count for c in cloths])]).astype(np.int64)
@@ -195,7 +197,12 @@ def estimate_simulator_bytes(cloths, *, self_collision: bool, colliders=(), mode
                       + 4 * n * self_capacities[0] + 4 * m * self_capacities[1] + 4 * e * self_capacities[2] + 12 * m + 8 * e
                       + 12 * n + 4 * n  # rest positions (vec3) and panel ids (int32) for the rest-neighbour test
                       + 4 * m  # pairs found per triangle (the inverted lists' needed length)
-                      + 4 * n + 12 * n)  # vertex colours and positions at the iteration's start (same-colour pairs)
+                      + 4 * n + 12 * n  # vertex colours and positions at the iteration's start (same-colour pairs)
+                      + 16)  # the edge-edge search's own overflow record (CPU worker thread)
+        if wp.get_device(device).is_cuda:  # the appended tv/ee lists, ranked into the final ones; a 1-float placeholder
+            collision += 4 * m * self_capacities[1] + 4 * e * self_capacities[2] + 4
+        else:  # the edge-edge search's own min_dist (CPU worker thread)
+            collision += 4 * n
     out = {"constraints": int(model_bytes), "state": int(state), "scratch": int(scratch), "collision": int(collision)}
     out["total"] = sum(out.values())
     return out

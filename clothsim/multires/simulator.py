@@ -371,7 +371,8 @@ class MultiResSimulator:
                 self.levels.cloths(i),
                 self_collision=bool(settings.get("self_collision", False)), jacobi=settings.get("sweep") == "jacobi",
                 colliders=hosts, model_bytes=snap.nbytes_device if snap else None,
-                collider_capacities=caps.get("collider", (8, 4)), self_capacities=caps.get("self", (16, 16, 16)))
+                collider_capacities=caps.get("collider", (8, 4)), self_capacities=caps.get("self", (16, 16, 16)),
+                device=self.device)
         return dict(self._estimates[key])
 
     def set_level(self, level: int, keep_warm: bool = False, *, measure: bool = False) -> SwitchReport:
