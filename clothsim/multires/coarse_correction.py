@@ -34,7 +34,6 @@ from __future__ import annotations
 import numpy as np
 import warp as wp
 
-from ..colliders import Collider
 from ..simulator import Simulator
 from .transfer import project_out
 

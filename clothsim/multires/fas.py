@@ -38,8 +38,6 @@ from compressed states (a settled hanging cloth moved 9 cm in 8 steps of 0.05 s)
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import warp as wp
 
