@@ -311,7 +311,7 @@ def test_rank_lists_equal_the_insertion_sort():
     the CPU's insertion sort, launched on the CPU on the same appended lists: lists of every length from empty
     to past the capacity (an overflow, recorded with the length needed), entries distinct within a list and
     in random order. Same counts, same entries in the same order, same overflow record."""
-    from clothsim.collision.self_contact import finish_lists_kernel, rank_lists_kernel
+    from clothsim.collision.contact_lists import finish_lists_kernel, rank_lists_kernel
 
     rng = np.random.default_rng(3)
     cap, lists = 7, 40

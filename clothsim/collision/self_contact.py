@@ -8,8 +8,8 @@ order; the tv lists are their inversion) and one per edge against the edges, eac
 its lower edge and appended to both lists. Appended lists are put in order afterwards, so every list is the
 same run to run and on both devices: on the CPU sorted in place (``finish_lists_kernel``); on CUDA the appends
 go to lists of their own (``tv_append``, ``ee_append``) and several threads a list write each entry to its
-rank in the final list (``rank_lists_kernel``), and the edge–edge search runs on a second stream beside the
-vertex–triangle one. A list array holds at most ``MAX_LIST_ENTRIES`` entries (primitives × capacity):
+rank in the final list (``rank_lists_kernel``; both kernels in :mod:`.contact_lists`), and the edge–edge
+search runs on a second stream beside the vertex–triangle one. A list array holds at most ``MAX_LIST_ENTRIES`` entries (primitives × capacity):
 :meth:`SelfContactDetector.grow` past that raises :class:`clothsim.errors.SimulationError`.
 
 Array layouts (all int32 / float32 wp.arrays on the detector's device):
@@ -43,6 +43,8 @@ import warp as wp
 
 from ..errors import SimulationError
 from ._arrays import MAX_LIST_ENTRIES, as_index_array, as_vec3_array, query_block_dim
+from .contact_lists import (RANK_LANES, finish_lists_kernel, merge_side_kernel, rank_lists_kernel, record_overflow,
+                            triangle_vertex_scatter_kernel)
 from .contact_funcs import closest_point_triangle, closest_points_edge_edge
 
 wp.set_module_options({"enable_backward": False})  # no autodiff here: forward code only, compiles ~4x faster
@@ -91,13 +93,6 @@ def triangle_bounds_kernel(
     p2 = positions[triangles[t, 2]]
     lowers[t] = wp.min(wp.min(p0, p1), p2)
     uppers[t] = wp.max(wp.max(p0, p1), p2)
-
-
-@wp.func
-def _record_overflow(count: int, capacity: int, kind: int, overflow: wp.array(dtype=wp.int32), required: wp.array(dtype=wp.int32)):
-    if count > capacity:
-        wp.atomic_add(overflow, 0, 1)
-        wp.atomic_max(required, kind, count)
 
 
 @wp.func
@@ -205,29 +200,10 @@ def vertex_triangle_kernel(
             wp.atomic_min(min_dist, i1, d)
             wp.atomic_min(min_dist, i2, d)
             wp.atomic_add(tv_need, t, 1)
-    _record_overflow(count, capacity, 0, overflow, required)
+    record_overflow(count, capacity, 0, overflow, required)
     vt_count[v] = wp.min(count, capacity)
     if dmin < radius:
         wp.atomic_min(min_dist, v, dmin)
-
-
-@wp.kernel
-def triangle_vertex_scatter_kernel(
-    vt_capacity: int,
-    vt_count: wp.array(dtype=wp.int32),
-    vt_tri: wp.array(dtype=wp.int32),
-    capacity: int,
-    tv_count: wp.array(dtype=wp.int32),
-    tv_vertex: wp.array(dtype=wp.int32),
-):
-    """The triangle-vertex lists are the vertex-triangle lists inverted: each (v, t) pair appended to t's list
-    (tv_count zeroed before; the order is fixed afterwards by ``finish_lists_kernel``)."""
-    v = wp.tid()
-    for k in range(vt_count[v]):
-        t = vt_tri[v * vt_capacity + k]
-        slot = wp.atomic_add(tv_count, t, 1)
-        if slot < capacity:
-            tv_vertex[t * capacity + slot] = v
 
 
 @wp.kernel(module="unique", enable_backward=False)  # launched with query_block_dim: see its docstring
@@ -284,96 +260,6 @@ def edge_edge_kernel(
     if dmin < radius:
         wp.atomic_min(min_dist, i0, dmin)
         wp.atomic_min(min_dist, i1, dmin)
-
-
-@wp.kernel
-def finish_lists_kernel(
-    capacity: int,
-    kind: int,
-    need: wp.array(dtype=wp.int32),
-    count: wp.array(dtype=wp.int32),
-    items: wp.array(dtype=wp.int32),
-    overflow: wp.array(dtype=wp.int32),
-    required: wp.array(dtype=wp.int32),
-):
-    """A list filled by atomic appends: record an overflow of the length it needs (``need``: the appends
-    counted, or, for lists inverted from other lists, every pair found), clamp the count to the capacity and
-    sort the entries (insertion sort; lists are short), so the lists are the same run to run whatever the
-    order of the appends."""
-    i = wp.tid()
-    _record_overflow(need[i], capacity, kind, overflow, required)
-    c = wp.min(count[i], capacity)
-    count[i] = c
-    base = i * capacity
-    for k in range(1, c):
-        key = items[base + k]
-        j = k - 1
-        while j >= 0:
-            if items[base + j] <= key:
-                break
-            items[base + j + 1] = items[base + j]
-            j -= 1
-        items[base + j + 1] = key
-
-
-@wp.kernel
-def rank_lists_kernel(
-    capacity: int,
-    kind: int,
-    lanes: int,
-    need: wp.array(dtype=wp.int32),
-    count: wp.array(dtype=wp.int32),
-    appended: wp.array(dtype=wp.int32),
-    items: wp.array(dtype=wp.int32),
-    overflow: wp.array(dtype=wp.int32),
-    required: wp.array(dtype=wp.int32),
-):
-    """CUDA's :func:`finish_lists_kernel`: ``lanes`` threads per list write each appended entry straight to its
-    sorted place in ``items`` (its rank: the entries of the list smaller than it; a list holds each entry
-    once), reading ``appended`` only. An insertion sort, one thread a list, shifts entries in global memory
-    and a warp waits for its longest list (H200, tangled fold N = 256: 62 ms a frame). Same lists, entry
-    for entry, as the insertion sort (the CPU's)."""
-    tid = wp.tid()
-    i = tid // lanes
-    lane = tid - i * lanes
-    c = wp.min(count[i], capacity)  # lane 0 may have clamped count already: the same c either way
-    if lane == 0:
-        _record_overflow(need[i], capacity, kind, overflow, required)
-        count[i] = c
-    base = i * capacity
-    k = lane
-    while k < c:
-        key = appended[base + k]
-        r = int(0)
-        for j in range(c):
-            if appended[base + j] < key:
-                r += 1
-        items[base + r] = key
-        k += lanes
-
-
-# CUDA: threads per list in rank_lists_kernel
-RANK_LANES = 8
-
-
-@wp.kernel
-def merge_side_kernel(
-    side_min: wp.array(dtype=float),
-    side_overflow: wp.array(dtype=wp.int32),
-    side_required: wp.array(dtype=wp.int32),
-    min_dist: wp.array(dtype=float),
-    overflow: wp.array(dtype=wp.int32),
-    required: wp.array(dtype=wp.int32),
-):
-    """CPU, after the edge-edge search ran in a thread of its own with its own min_dist and overflow record
-    (Warp's CPU atomics are plain reads and writes, safe in one thread only): fold them into the detector's.
-    A minimum and a maximum give the same result in any order."""
-    v = wp.tid()
-    min_dist[v] = wp.min(min_dist[v], side_min[v])
-    if v == 0:
-        overflow[0] = overflow[0] + side_overflow[0]
-        for k in range(3):
-            required[k] = wp.max(required[k], side_required[k])
 
 
 # --------------------------------------------------------------------------------------
@@ -456,22 +342,16 @@ class SelfContactDetector:
         if panel_np.shape != (n,):
             raise ValueError(f"panel must be {n} panel ids")
         self.rest = wp.array(rest_np, dtype=wp.vec3, device=dev)
-        # for the message of an impossible grow(): the radius of the last detect() and the mean edge length
-        # of the rest shape (of the first positions without one)
-        self.last_radius = 0.0
-        shape = rest_np if rest is not None else (None if positions is None else np.asarray(
-            positions.numpy() if isinstance(positions, wp.array) else positions, dtype=np.float64).reshape(-1, 3))
-        e_np = self.edges.numpy().reshape(-1, 2) if self.edge_count else None
-        self.mean_edge = (float(np.linalg.norm(shape[e_np[:, 0]] - shape[e_np[:, 1]], axis=1).mean())
-                          if shape is not None and e_np is not None else float("nan"))
+        self.last_radius = 0.0  # [m] of the last detect() (for the message of an impossible grow())
         self.panel = wp.array(panel_np, dtype=wp.int32, device=dev)
         self.overflow = wp.zeros(1, dtype=wp.int32, device=dev)
         self.required = wp.zeros(3, dtype=wp.int32, device=dev)
         # CUDA: the edge-edge search runs on a stream of its own beside the vertex-triangle one (detect());
         # CPU, given an executor: in a worker thread, with its own min_dist and overflow record
         self._side = wp.Stream(dev) if dev.is_cuda else None
-        self._side_min = wp.zeros(n if dev.is_cpu else 1, dtype=float, device=dev)
-        self._side_flags = [wp.zeros(1, dtype=wp.int32, device=dev), wp.zeros(3, dtype=wp.int32, device=dev)]
+        self._side_min = wp.zeros(n, dtype=float, device=dev) if dev.is_cpu else None
+        self._side_flags = ([wp.zeros(1, dtype=wp.int32, device=dev), wp.zeros(3, dtype=wp.int32, device=dev)]
+                            if dev.is_cpu else [])
         self._threads_ready = False  # the first CPU detect() runs in one thread (it loads the kernels)
         self._allocate_lists()
         self.triangle_bvh = None
@@ -696,13 +576,21 @@ class SelfContactDetector:
                 raise SimulationError(
                     f"self-contact {what} lists: {need}, and {count} lists of {cap} entries "
                     f"({cap * count}) exceed the {MAX_LIST_ENTRIES} one list array can index. The contact radius "
-                    f"({self.last_radius:.4g} m) spans many mesh edges (mean rest edge {self.mean_edge:.3g} m), so "
+                    f"({self.last_radius:.4g} m) spans many mesh edges (mean rest edge {self.mean_edge():.3g} m), so "
                     "cloth in layers lists hundreds of pairs per primitive: lower the fabric's thickness or the "
                     "contact margin, or use a coarser mesh. Nothing was changed: the lists keep their capacities.")
         self.vt_capacity, self.tv_capacity, self.ee_capacity = caps
         self._allocate_lists()
         self.reset_overflow()
         return self.capacities
+
+    def mean_edge(self) -> float:
+        """[m] mean edge length of the rest shape (of the last positions without one); NaN without edges."""
+        if not self.edge_count:
+            return float("nan")
+        x = (self.rest if self.has_rest else self.points).numpy().astype(np.float64)
+        e = self.edges.numpy().reshape(-1, 2)
+        return float(np.linalg.norm(x[e[:, 0]] - x[e[:, 1]], axis=1).mean())
 
     # -- host views (tests, debugging)
 

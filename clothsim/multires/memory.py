@@ -197,12 +197,11 @@ def estimate_simulator_bytes(cloths, *, self_collision: bool, colliders=(), mode
                       + 4 * n * self_capacities[0] + 4 * m * self_capacities[1] + 4 * e * self_capacities[2] + 12 * m + 8 * e
                       + 12 * n + 4 * n  # rest positions (vec3) and panel ids (int32) for the rest-neighbour test
                       + 4 * m  # pairs found per triangle (the inverted lists' needed length)
-                      + 4 * n + 12 * n  # vertex colours and positions at the iteration's start (same-colour pairs)
-                      + 16)  # the edge-edge search's own overflow record (CPU worker thread)
-        if wp.get_device(device).is_cuda:  # the appended tv/ee lists, ranked into the final ones; a 1-float placeholder
-            collision += 4 * m * self_capacities[1] + 4 * e * self_capacities[2] + 4
-        else:  # the edge-edge search's own min_dist (CPU worker thread)
-            collision += 4 * n
+                      + 4 * n + 12 * n)  # vertex colours and positions at the iteration's start (same-colour pairs)
+        if wp.get_device(device).is_cuda:  # the appended tv/ee lists, ranked into the final ones
+            collision += 4 * m * self_capacities[1] + 4 * e * self_capacities[2]
+        else:  # the edge-edge search's own min_dist and overflow record (CPU worker thread)
+            collision += 4 * n + 16
     out = {"constraints": int(model_bytes), "state": int(state), "scratch": int(scratch), "collision": int(collision)}
     out["total"] = sum(out.values())
     return out

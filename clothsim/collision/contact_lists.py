@@ -1,0 +1,135 @@
+"""The self-contact lists' bookkeeping, beside the searches that fill them (clothsim.collision.self_contact).
+
+* :func:`record_overflow`: a list that needed more than its capacity is counted, with the length it needs;
+* ``triangle_vertex_scatter_kernel``: the triangle–vertex lists as the vertex–triangle lists inverted
+  (atomic appends);
+* putting appended lists in order, so they are the same run to run and on both devices: on the CPU an
+  in-place insertion sort (``finish_lists_kernel``: Warp runs a CPU launch's threads in index order, so the
+  appends arrive nearly sorted); on CUDA ``rank_lists_kernel``, several threads a list writing each entry to
+  its rank in a second array;
+* ``merge_side_kernel``: on the CPU, the edge–edge search's own minimum distances and overflow record,
+  kept apart while it ran in a worker thread, folded into the detector's.
+"""
+
+from __future__ import annotations
+
+import warp as wp
+
+wp.set_module_options({"enable_backward": False})  # forward code only
+
+# CUDA: threads per list in rank_lists_kernel
+RANK_LANES = 8
+
+
+@wp.func
+def record_overflow(count: int, capacity: int, kind: int, overflow: wp.array(dtype=wp.int32), required: wp.array(dtype=wp.int32)):
+    """A list of kind ``kind`` (0 vt, 1 tv, 2 ee) needed ``count`` entries: past ``capacity``, count the overflow
+    and raise the longest length needed."""
+    if count > capacity:
+        wp.atomic_add(overflow, 0, 1)
+        wp.atomic_max(required, kind, count)
+
+
+@wp.kernel
+def triangle_vertex_scatter_kernel(
+    vt_capacity: int,
+    vt_count: wp.array(dtype=wp.int32),
+    vt_tri: wp.array(dtype=wp.int32),
+    capacity: int,
+    tv_count: wp.array(dtype=wp.int32),
+    tv_vertex: wp.array(dtype=wp.int32),
+):
+    """The triangle-vertex lists are the vertex-triangle lists inverted: each (v, t) pair appended to t's list
+    (tv_count zeroed before; the order is fixed afterwards by ``finish_lists_kernel``)."""
+    v = wp.tid()
+    for k in range(vt_count[v]):
+        t = vt_tri[v * vt_capacity + k]
+        slot = wp.atomic_add(tv_count, t, 1)
+        if slot < capacity:
+            tv_vertex[t * capacity + slot] = v
+
+
+@wp.kernel
+def finish_lists_kernel(
+    capacity: int,
+    kind: int,
+    need: wp.array(dtype=wp.int32),
+    count: wp.array(dtype=wp.int32),
+    items: wp.array(dtype=wp.int32),
+    overflow: wp.array(dtype=wp.int32),
+    required: wp.array(dtype=wp.int32),
+):
+    """A list filled by atomic appends: record an overflow of the length it needs (``need``: the appends
+    counted, or, for lists inverted from other lists, every pair found), clamp the count to the capacity and
+    sort the entries (insertion sort; lists are short), so the lists are the same run to run whatever the
+    order of the appends."""
+    i = wp.tid()
+    record_overflow(need[i], capacity, kind, overflow, required)
+    c = wp.min(count[i], capacity)
+    count[i] = c
+    base = i * capacity
+    for k in range(1, c):
+        key = items[base + k]
+        j = k - 1
+        while j >= 0:
+            if items[base + j] <= key:
+                break
+            items[base + j + 1] = items[base + j]
+            j -= 1
+        items[base + j + 1] = key
+
+
+@wp.kernel
+def rank_lists_kernel(
+    capacity: int,
+    kind: int,
+    lanes: int,
+    need: wp.array(dtype=wp.int32),
+    count: wp.array(dtype=wp.int32),
+    appended: wp.array(dtype=wp.int32),
+    items: wp.array(dtype=wp.int32),
+    overflow: wp.array(dtype=wp.int32),
+    required: wp.array(dtype=wp.int32),
+):
+    """CUDA's :func:`finish_lists_kernel`: ``lanes`` threads per list write each appended entry straight to its
+    sorted place in ``items`` (its rank: the entries of the list smaller than it; a list holds each entry
+    once), reading ``appended`` only. An insertion sort, one thread a list, shifts entries in global memory
+    and a warp waits for its longest list (H200, tangled fold N = 256: 62 ms a frame). Same lists, entry
+    for entry, as the insertion sort (the CPU's)."""
+    tid = wp.tid()
+    i = tid // lanes
+    lane = tid - i * lanes
+    c = wp.min(count[i], capacity)  # lane 0 may have clamped count already: the same c either way
+    if lane == 0:
+        record_overflow(need[i], capacity, kind, overflow, required)
+        count[i] = c
+    base = i * capacity
+    k = lane
+    while k < c:
+        key = appended[base + k]
+        r = int(0)
+        for j in range(c):
+            if appended[base + j] < key:
+                r += 1
+        items[base + r] = key
+        k += lanes
+
+
+@wp.kernel
+def merge_side_kernel(
+    side_min: wp.array(dtype=float),
+    side_overflow: wp.array(dtype=wp.int32),
+    side_required: wp.array(dtype=wp.int32),
+    min_dist: wp.array(dtype=float),
+    overflow: wp.array(dtype=wp.int32),
+    required: wp.array(dtype=wp.int32),
+):
+    """CPU, after the edge-edge search ran in a thread of its own with its own min_dist and overflow record
+    (Warp's CPU atomics are plain reads and writes, safe in one thread only): fold them into the detector's.
+    A minimum and a maximum give the same result in any order."""
+    v = wp.tid()
+    min_dist[v] = wp.min(min_dist[v], side_min[v])
+    if v == 0:
+        overflow[0] = overflow[0] + side_overflow[0]
+        for k in range(3):
+            required[k] = wp.max(required[k], side_required[k])
