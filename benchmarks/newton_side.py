@@ -21,6 +21,12 @@ import numpy as np
 
 FRAME_DT = 1.0 / 60.0
 
+# Newton's per-primitive self-contact lists (SolverVBD particle_vertex_contact_buffer_size = 32,
+# particle_edge_contact_buffer_size = 64 by default) have a fixed length: its detection kernels count every pair
+# but store only what fits and, in its own words, drop the rest silently. NewtonCloth(watch_contacts=True) counts,
+# after every substep, the pairs that did not fit and the longest list (contact_report()).
+WATCH_LISTS = ("vertex_triangle", "triangle_vertex", "edge_edge")
+
 
 # --------------------------------------------------------------------------- material
 
@@ -200,6 +206,29 @@ def newton_parameters(material: BenchMaterial, verts: np.ndarray, tris: np.ndarr
 # --------------------------------------------------------------------------- Newton
 
 
+_WATCH_KERNEL = None
+
+
+def _watch_kernel():
+    """The drop-counting kernel (built on first use: Warp is only imported where Newton runs)."""
+    global _WATCH_KERNEL
+    if _WATCH_KERNEL is None:
+        import warp as wp
+
+        @wp.kernel
+        def count_dropped_pairs(count: wp.array(dtype=wp.int32), capacity: wp.array(dtype=wp.int32), slot: int,
+                                longest: wp.array(dtype=wp.int32), dropped: wp.array(dtype=wp.float64)):
+            # one list a thread: its true pair count against what its buffer holds
+            i = wp.tid()
+            c = count[i]
+            wp.atomic_max(longest, slot, c)
+            if c > capacity[i]:
+                wp.atomic_add(dropped, slot, wp.float64(c - capacity[i]))
+
+        _WATCH_KERNEL = count_dropped_pairs
+    return _WATCH_KERNEL
+
+
 def newton_available() -> tuple[bool, str]:
     """(True, version) when ``import newton`` works, else (False, reason)."""
     try:
@@ -235,6 +264,9 @@ class NewtonCloth:
         gravity: float = -9.81,
         graph: bool = True,
         tile_solve: bool | None = None,
+        watch_contacts: bool = True,
+        vertex_buffer: int | None = None,
+        edge_buffer: int | None = None,
     ):
         import newton
         import warp as wp
@@ -323,7 +355,15 @@ class NewtonCloth:
                     # cloth's own neighbours); Newton's option for the same filter
                     particle_rest_shape_contact_exclusion_radius=p["contact_margin"] + p["contact_gap"],
                 )
+                if vertex_buffer is not None:
+                    kw["particle_vertex_contact_buffer_size"] = int(vertex_buffer)
+                if edge_buffer is not None:
+                    kw["particle_edge_contact_buffer_size"] = int(edge_buffer)
             self.solver = newton.solvers.SolverVBD(model, iterations=self.iterations, **kw)
+            self._watch = self._watch_lists() if (self_collision and watch_contacts) else None
+            if self._watch is not None:
+                self.watch_longest = wp.zeros(len(WATCH_LISTS), dtype=wp.int32)
+                self.watch_dropped = wp.zeros(len(WATCH_LISTS), dtype=wp.float64)
             self.state_0 = model.state()
             self.state_1 = model.state()
             self.control = model.control()
@@ -332,6 +372,40 @@ class NewtonCloth:
             self.graph = None
             self.q0 = self.state_0.particle_q.numpy().copy()
             self._capture()
+
+    def _watch_lists(self):
+        """(slot, count array, capacity array) for each of Newton's self-contact lists it fills, or None."""
+        info = getattr(self.solver, "trimesh_collision_info", None)
+        if info is None:
+            return None
+        lists = []
+        for slot, (count, cap) in enumerate((
+                ("vertex_colliding_triangles_count", "vertex_colliding_triangles_buffer_sizes"),
+                ("triangle_colliding_vertices_count", "triangle_colliding_vertices_buffer_sizes"),
+                ("edge_colliding_edges_count", "edge_colliding_edges_buffer_sizes"))):
+            c, b = getattr(info, count, None), getattr(info, cap, None)
+            if c is not None and b is not None and c.shape == b.shape:
+                lists.append((slot, c, b))
+        return lists or None
+
+    def _count_dropped(self):
+        for slot, count, cap in self._watch:
+            self.wp.launch(_watch_kernel(), dim=count.shape[0], inputs=[count, cap, slot],
+                           outputs=[self.watch_longest, self.watch_dropped], device=self.device)
+
+    def contact_report(self) -> dict | None:
+        """Since the last reset(): per list, the longest (true) pair count seen after any substep, its buffer
+        length, and the pairs Newton counted but could not store (summed over substeps; 0 = nothing dropped).
+        None without self contact."""
+        if self._watch is None:
+            return None
+        longest, dropped = self.watch_longest.numpy(), self.watch_dropped.numpy()
+        out = {}
+        for slot, _count, cap in self._watch:
+            name = WATCH_LISTS[slot]
+            out[name] = {"longest": int(longest[slot]), "buffer": int(cap.numpy().max()),
+                         "dropped_pairs": int(dropped[slot])}
+        return out
 
     # -- stepping
 
@@ -345,6 +419,8 @@ class NewtonCloth:
             if self.collision_pipeline is not None:
                 self.collision_pipeline.collide(self.state_0, self.contacts)
             self.solver.step(self.state_0, self.state_1, self.control, self.contacts, self.dt)
+            if self._watch is not None:  # 3 small launches a substep (N = 1024: ~3e6 threads in all)
+                self._count_dropped()
             self.state_0, self.state_1 = self.state_1, self.state_0
 
     def _capture(self):
@@ -380,6 +456,9 @@ class NewtonCloth:
         for s in (self.state_0, self.state_1):
             s.particle_q.assign(self.q0)
             s.particle_qd.zero_()
+        if self._watch is not None:
+            self.watch_longest.zero_()
+            self.watch_dropped.zero_()
         self.wp.synchronize_device(self.device)
 
     def step(self, frames: int = 1):

@@ -103,7 +103,7 @@ def _sync(device):
 
 
 class ClothsimRunner:
-    """clothsim Simulator for one scene; a new Simulator per iteration count (public API only)."""
+    """clothsim Simulator for one scene, built once, its iteration count changed between runs (public API)."""
 
     name = "clothsim"
 
@@ -126,6 +126,14 @@ class ClothsimRunner:
 
     def build(self, iterations: int):
         if self.sim is not None and self.iterations == iterations:
+            return
+        if self.sim is not None and isinstance(getattr(type(self.sim), "iterations", None), property):
+            # one simulator for every iteration count (Simulator.iterations set between runs; reset() restores
+            # positions and velocities, the lists keep their grown capacity): a fresh one per count ends in the
+            # same place (tests/test_api.py) but takes 24 s to build at N = 1024 on the H200. Older clothsim
+            # (ab_frame.py's --a tree) has no such setter: a new simulator there.
+            self.sim.iterations = iterations
+            self.iterations = iterations
             return
         if self.sim is not None and hasattr(self.sim, "release"):
             self.sim.release()
@@ -162,8 +170,10 @@ class NewtonRunner:
 
     name = "newton"
 
-    def __init__(self, scene: Scene, mat: BenchMaterial, device: str, substeps: int):
+    def __init__(self, scene: Scene, mat: BenchMaterial, device: str, substeps: int,
+                 vertex_buffer: int | None = None, edge_buffer: int | None = None):
         self.scene, self.mat, self.device, self.substeps = scene, mat, device, substeps
+        self.buffers = {"vertex_buffer": vertex_buffer, "edge_buffer": edge_buffer}
         self.cloth = None
         self.iterations = None
 
@@ -172,7 +182,7 @@ class NewtonRunner:
             sc = self.scene
             self.cloth = NewtonCloth(sc.vertices, sc.triangles, sc.pins, self.mat, device=self.device,
                                      substeps=self.substeps, iterations=iterations, ground=sc.ground,
-                                     self_collision=sc.self_collision)
+                                     self_collision=sc.self_collision, **self.buffers)
         elif self.iterations != iterations:
             self.cloth.set_iterations(iterations)
         self.iterations = iterations
@@ -185,6 +195,10 @@ class NewtonRunner:
 
     def positions(self):
         return self.cloth.positions()
+
+    def contact_report(self):
+        """Newton's self-contact lists since the last reset: longest, buffer, pairs dropped (or None)."""
+        return self.cloth.contact_report()
 
     def sync(self):
         self.cloth.synchronize()
@@ -205,15 +219,35 @@ def trajectory(runner, iterations: int, frames: int, perturb: float = 0.0):
     return runner.positions()
 
 
-def timing(runner, iterations: int, frames: int, runs: int):
+def timing(runner, iterations: int, frames: int, runs: int, warmup: int | None = None):
     """ms per frame over `runs` runs of the same `frames` frames, after one untimed run of them: clothsim's
     contact lists grow (and its CUDA graph is recaptured) the first time a frame needs more than their
     capacity, once per simulation; the warm-up run keeps that one-off cost out of the steady per-frame time
     (the fold at N = 64 on the 2-core CPU: 4 redone frames and 557 ms a frame in a first run, none and 489 ms in
-    the next). Newton gets the same warm-up. Without self contact (the pinned sheet) one frame warms up."""
+    the next). Newton gets the same warm-up. Without self contact (the pinned sheet) one frame warms up.
+    ``warmup`` (--warmup-frames) overrides it: in the sweep each point's error run, on the same simulator, has
+    already grown the lists and captured the graph, so at N = 1024 one frame is enough."""
     runner.build(iterations)
-    warm = frames if runner.scene.self_collision else 1
+    warm = warmup if warmup is not None else (frames if runner.scene.self_collision else 1)
     return time_frames(runner.step, runner.sync, frames, runs=runs, reset_fn=runner.reset, warmup_frames=warm)
+
+
+def newton_runner(scene, mat, a) -> NewtonRunner:
+    """Newton for one scene, with --newton-vertex-buffer / --newton-edge-buffer when given (else its defaults)."""
+    return NewtonRunner(scene, mat, a.device, a.substeps, a.newton_vertex_buffer, a.newton_edge_buffer)
+
+
+def contact_report(runner) -> dict | None:
+    """Newton's self-contact list report for the run just finished (None for clothsim, which never drops a
+    pair: its lists grow and the frame is redone)."""
+    f = getattr(runner, "contact_report", None)
+    return f() if f is not None else None
+
+
+def describe_contacts(rep: dict) -> str:
+    """One line: each list's longest count against its buffer, and the pairs dropped."""
+    return "Newton lists " + ", ".join(f"{k} longest {v['longest']}/{v['buffer']} dropped {v['dropped_pairs']}"
+                                       for k, v in rep.items())
 
 
 JACOBI = "clothsim_jacobi"
@@ -275,6 +309,9 @@ def _solver_key(a, scene, solver: str, frames: int) -> dict:
             key |= {"sweep": "jacobi", "jacobi": [a.jacobi_omega, a.jacobi_rho]}
     else:
         key["code"] = newton_available()[1]
+        for k in ("newton_vertex_buffer", "newton_edge_buffer"):  # only when set (earlier names stay valid)
+            if getattr(a, k, None) is not None:
+                key[k] = getattr(a, k)
     return key
 
 
@@ -306,6 +343,8 @@ def point_cache_path(a, scene, solver: str, frames: int, timed: int, iterations:
     key = {"solver": _solver_key(a, scene, solver, frames), "iterations": iterations, "frames": frames,
            "timed_frames": timed, "runs": a.runs,
            "refs": [_digest(_solver_key(a, scene, r, frames)) for r in ("clothsim", "newton")]}
+    if a.warmup_frames is not None:  # only when set, so that earlier points keep their names
+        key["warmup_frames"] = a.warmup_frames
     return Path(a.ref_cache) / f"point_{scene.kind}_N{scene.n}_{solver}_k{iterations}_f{frames}_{_digest(key)}.json"
 
 
@@ -329,6 +368,14 @@ def parse_args(argv=None):
     ap.add_argument("--substeps", type=int, default=10)
     ap.add_argument("--iterations", type=int, default=10)
     ap.add_argument("--runs", type=int, default=5, help="timed runs per measurement (median; default 5)")
+    ap.add_argument("--newton-vertex-buffer", type=int, default=None,
+                    help="Newton's particle_vertex_contact_buffer_size (default: its own, 32); pairs past it are "
+                    "dropped by Newton, and counted in the JSON's newton_contacts")
+    ap.add_argument("--newton-edge-buffer", type=int, default=None,
+                    help="Newton's particle_edge_contact_buffer_size (default: its own, 64)")
+    ap.add_argument("--warmup-frames", type=int, default=None,
+                    help="frames of the untimed run before each timed sweep point (default: all its timed frames "
+                    "with self collision, 1 without); each point's error run has already grown the contact lists")
     ap.add_argument("--self-collision", action="store_true", help="also run the fold case (ground + self collision)")
     ap.add_argument("--only-self-collision", action="store_true", help="run only the fold case")
     ap.add_argument("--compare", choices=["newton"], default=None, help="side-by-side with Newton's SolverVBD")
@@ -437,7 +484,7 @@ def compare_case(cs, scene, mat, a, log, runners=None, progress=None):
     runners = dict(runners or {
         "clothsim": ClothsimRunner(cs, scene, mat, a.device, a.substeps, initial_guess_for(a, scene.kind), a.chebyshev_rho,
                                    a.membrane_hessian, a.cpu_threads, a.chebyshev_delay, a.chebyshev_cap),
-        "newton": NewtonRunner(scene, mat, a.device, a.substeps)})
+        "newton": newton_runner(scene, mat, a)})
     if a.jacobi:  # clothsim's Jacobi sweep as a second curve, measured against the same references
         runners = {"clothsim": runners["clothsim"], JACOBI: jacobi_runner(cs, scene, mat, a), "newton": runners["newton"]}
     # time per frame over the whole case (the fold's --fold-frames, its pile-up included) even when the error
@@ -460,6 +507,10 @@ def compare_case(cs, scene, mat, a, log, runners=None, progress=None):
         refs[name] = trajectory(r, a.ref_iterations, frames)
         log(f"  [{scene.kind} N={scene.n}] {name} reference ({a.ref_iterations} it, {frames} frames) "
             f"{time.perf_counter() - t0:.1f}s")
+        rep = contact_report(r)
+        if rep is not None:
+            out.setdefault("reference_newton_contacts", {})[name] = rep
+            log(f"  [{scene.kind} N={scene.n}] {name} reference: {describe_contacts(rep)}")
         if path is not None:
             save_array(path, refs[name])
     disp = rms(refs["clothsim"], scene.vertices)
@@ -485,17 +536,21 @@ def compare_case(cs, scene, mat, a, log, runners=None, progress=None):
                 log(f"  [{scene.kind} N={scene.n}] {name} it={k}: loaded from {pcache} (timed in an earlier run)")
             else:
                 x = trajectory(r, k, frames)
-                tm = timing(r, k, min(timed, a.frames), a.runs)
+                tm = timing(r, k, min(timed, a.frames), a.runs, warmup=a.warmup_frames)
+                rep = contact_report(r)  # of the error run (timing() reset it since)
                 nint, _ = count_intersections(x, scene.triangles)
                 pts.append({"iterations": k, "ms_median": tm["ms_median"], "ms_p10": tm["ms_p10"],
                             "ms_p90": tm["ms_p90"], "err_vs_clothsim_ref": rms(x, refs["clothsim"]),
                             "err_vs_newton_ref": rms(x, refs["newton"]), "intersections": nint,
                             "folded": folded_fraction(x, scene.rest_uv, scene.edge)})
+                if rep is not None:
+                    pts[-1]["newton_contacts"] = rep
                 if pcache is not None:
                     save_json(pcache, pts[-1])
             nint = pts[-1]["intersections"]
             log(f"  [{scene.kind} N={scene.n}] {name} it={k}: {pts[-1]['ms_median']:.1f} ms/frame, "
-                f"err {pts[-1]['err_vs_clothsim_ref']:.3e} m, intersections {nint}")
+                f"err {pts[-1]['err_vs_clothsim_ref']:.3e} m, intersections {nint}"
+                + (f"; {describe_contacts(pts[-1]['newton_contacts'])}" if "newton_contacts" in pts[-1] else ""))
             out["sweep"][name] = pts
             progress(out)
     out.update(reach_tables(out["sweep"]))
@@ -549,7 +604,7 @@ def main(argv=None):
             runners = [ClothsimRunner(cs, scene, mat, a.device, a.substeps, initial_guess_for(a, kind), a.chebyshev_rho,
                                       a.membrane_hessian, a.cpu_threads, a.chebyshev_delay, a.chebyshev_cap)]
             if compare:
-                runners.append(NewtonRunner(scene, mat, a.device, a.substeps))
+                runners.append(newton_runner(scene, mat, a))
             for r in runners:
                 t0 = time.perf_counter()
                 try:
@@ -571,6 +626,10 @@ def main(argv=None):
                                "finite": bool(np.isfinite(x).all())}
                 if r.name == "newton":
                     row[r.name]["cuda_graph"] = r.cloth.graph is not None
+                    rep = contact_report(r)  # the last timed run's
+                    if rep is not None:
+                        row[r.name]["newton_contacts"] = rep
+                        log(f"[{kind} N={n}] newton: {describe_contacts(rep)}")
                     if r.cloth.graph is None and getattr(r.cloth, "capture_error", None):
                         row[r.name]["capture_error"] = r.cloth.capture_error
                         log(f"[{kind} N={n}] newton: no CUDA graph ({r.cloth.capture_error})")

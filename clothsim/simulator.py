@@ -128,6 +128,22 @@ class Simulator:
         raise InputError(f"Simulator: sweep is fixed at construction ({self._sweep!r}); build a new Simulator "
                          f"with sweep={value!r}")
 
+    @property
+    def iterations(self) -> int:
+        """VBD iterations per substep. May be changed between steps (e.g. an accuracy-versus-time sweep on one
+        simulator): the next frame uses the new count; on CUDA the captured frame graph, which holds the count
+        as launches, is recaptured once. Contact lists, colouring and buffers are kept."""
+        return self._iterations
+
+    @iterations.setter
+    def iterations(self, value) -> None:
+        if isinstance(value, bool) or int(value) != value or value < 1:
+            raise InputError(f"Simulator: iterations must be an integer >= 1, got {value!r}")
+        self._iterations = int(value)
+        solver = self.__dict__.get("solver")
+        if solver is not None:
+            solver._graph = None
+
     def __init__(self, cloths, *, device="cpu", dt: float = 1.0 / 60.0, substeps: int = 10, iterations: int = 10,
                  gravity=(0.0, -9.81, 0.0), ground: float | None = None, wind=(0.0, 0.0, 0.0), drag: float = 0.0,
                  air_damping: float = 0.0,
