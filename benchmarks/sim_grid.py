@@ -527,17 +527,19 @@ def compare_case(cs, scene, mat, a, log, runners=None, progress=None):
     progress(out)
     if a.references_only:
         return out
-    for name, r in runners.items():
-        pts = []
-        for k in a.sweep:
+    # point by point, every solver at each iteration count before the next: a run cut off by a time limit keeps
+    # comparable points (its partial JSON and the --ref-cache point files)
+    for k in a.sweep:
+        for name, r in runners.items():
+            pts = out["sweep"].setdefault(name, [])
             pcache = point_cache_path(a, scene, name, frames, min(timed, a.frames), k)
             if pcache is not None and pcache.exists():
                 pts.append(json.loads(pcache.read_text()) | {"loaded_from": str(pcache)})
                 log(f"  [{scene.kind} N={scene.n}] {name} it={k}: loaded from {pcache} (timed in an earlier run)")
             else:
                 x = trajectory(r, k, frames)
+                rep = contact_report(r)  # of the error run (timing() resets it)
                 tm = timing(r, k, min(timed, a.frames), a.runs, warmup=a.warmup_frames)
-                rep = contact_report(r)  # of the error run (timing() reset it since)
                 nint, _ = count_intersections(x, scene.triangles)
                 pts.append({"iterations": k, "ms_median": tm["ms_median"], "ms_p10": tm["ms_p10"],
                             "ms_p90": tm["ms_p90"], "err_vs_clothsim_ref": rms(x, refs["clothsim"]),
@@ -551,7 +553,6 @@ def compare_case(cs, scene, mat, a, log, runners=None, progress=None):
             log(f"  [{scene.kind} N={scene.n}] {name} it={k}: {pts[-1]['ms_median']:.1f} ms/frame, "
                 f"err {pts[-1]['err_vs_clothsim_ref']:.3e} m, intersections {nint}"
                 + (f"; {describe_contacts(pts[-1]['newton_contacts'])}" if "newton_contacts" in pts[-1] else ""))
-            out["sweep"][name] = pts
             progress(out)
     out.update(reach_tables(out["sweep"]))
     return out
