@@ -26,7 +26,10 @@ runs Newton's SolverVBD on the same mesh, material, step size and device in the 
    distance to clothsim's converged solution (and to Newton's), time per frame = median of
    ``--runs`` runs; both curves are printed, and for each Newton point the clothsim time needed
    to reach Newton's error (log-log interpolation on clothsim's curve) and the ratio;
-3. intersections at the end (``clothsim.collision.count_self_intersections``) for both.
+3. intersections at the end (``clothsim.collision.count_self_intersections``) for both;
+4. with self contact, the pairs Newton's fixed-length lists dropped in each run (``newton_contacts``: longest list,
+   buffer, pairs dropped; ``--newton-vertex-buffer`` / ``--newton-edge-buffer`` set its buffers). clothsim's lists
+   grow instead (the frame is redone), so it drops none.
 
 ``--jacobi`` adds a second clothsim curve, ``Simulator(sweep="jacobi")`` (one launch an iteration
 instead of one a colour; ``--jacobi-omega``, ``--jacobi-rho``), measured against the same references,

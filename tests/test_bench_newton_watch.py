@@ -29,3 +29,56 @@ def test_dropped_pairs_are_counted_per_list_and_summed_over_launches():
     assert longest.numpy().tolist() == [70, 0, 2]
     # list 0: 70 - 64 and 65 - 64 past the buffer, twice; list 2: 2 - 1, twice
     assert dropped.numpy().tolist() == [14.0, 0.0, 2.0]
+
+
+def _reference_filters(ends, tris, n_vertices):
+    """Newton's 2-ring filters by their definition (tri_mesh_collision.py, threshold 2), with Python sets: edge
+    (a, b) leaves out every edge with an endpoint in the one-ring of a or b (other than a, b), less the edges at a
+    or b; vertex v leaves out every triangle of its one-ring neighbours, less its own triangles."""
+    ring = [set() for _ in range(n_vertices)]
+    at = [set() for _ in range(n_vertices)]
+    tri_at = [set() for _ in range(n_vertices)]
+    for e, (a, b) in enumerate(ends):
+        ring[a].add(b), ring[b].add(a), at[a].add(e), at[b].add(e)
+    for t, corners in enumerate(tris):
+        for v in corners:
+            tri_at[v].add(t)
+    edge_sets = []
+    for a, b in ends:
+        s = set()
+        for u in (ring[a] | ring[b]) - {a, b}:
+            s |= at[u]
+        edge_sets.append(sorted(s - at[a] - at[b]))
+    vert_sets = []
+    for v in range(n_vertices):
+        s = set()
+        for u in ring[v] - {v}:
+            s |= tri_at[u]
+        vert_sets.append(sorted(s - tri_at[v]))
+    return edge_sets, vert_sets
+
+
+def _csr(rows):
+    return (np.array([x for r in rows for x in r], np.int32),
+            np.concatenate([[0], np.cumsum([len(r) for r in rows])]).astype(np.int32))
+
+
+def test_fast_contact_filters_equal_newtons_definition():
+    """newton_side's numpy builders of Newton's self-contact filters give the lists Newton's definition gives, in
+    its CSR layout (rows sorted), on the benchmark grid and on a closed irregular mesh, across chunk boundaries.
+    (Against Newton's own builder where Newton is installed: out of CI, checked at N = 8-128.)"""
+    import trimesh
+
+    sphere = trimesh.creation.icosphere(subdivisions=2)
+    _v, grid = _ns.grid_mesh(9, 1.0)
+    for tris in (np.asarray(grid), np.asarray(sphere.faces)):
+        nv = int(tris.max()) + 1
+        ends = _ns.interior_edges(tris)[:, 2:4]
+        want_e, want_v = _reference_filters(ends, tris, nv)
+        for chunk in (7, 1 << 16):
+            fe, oe = _ns.edge_two_ring_filter(ends, nv, chunk=chunk)
+            fv, ov = _ns.vertex_two_ring_filter(ends, tris, nv, chunk=chunk)
+            for (f, o), want in (((fe, oe), want_e), ((fv, ov), want_v)):
+                wf, wo = _csr(want)
+                assert np.array_equal(o, wo) and np.array_equal(f, wf)
+        assert len(fe) > 0 and len(fv) > 0
