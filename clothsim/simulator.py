@@ -284,7 +284,7 @@ class Simulator:
         ``BOUND_FRACTION``·r a substep: ``BOUND_FRACTION·r·substeps/dt``, 2.47 m/s at the defaults with cotton
         (0.3 mm). A cloth that would fall faster (after about 0.31 m of free fall at the defaults) falls
         at this speed instead; raise ``substeps`` or ``contact_margin`` for faster motion (Newton's SolverVBD
-        bounds its vertices the same way). ``tests/test_api.py`` drops a cloth onto nothing and finds its speed
+        truncates moves by the same kind of bound). ``tests/test_api.py`` drops a cloth onto nothing and finds its speed
         levelling off here."""
         if not self.self_collision:
             return None
