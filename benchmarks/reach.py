@@ -81,6 +81,12 @@ def print_compare(scene, res, pr):
        f"(RMS displacement {sp['rms_displacement_m']:.3e} m, relative {fmt(sp['relative'], 3)}); "
        f"intersections at the end: clothsim {res['reference_intersections']['clothsim']}, "
        f"Newton {res['reference_intersections']['newton']}\n")
+    dropped = {k: v["dropped_pairs"] for k, v in res.get("reference_newton_contacts", {}).get("newton", {}).items()
+               if v["dropped_pairs"]}
+    if dropped:  # its converged solution is then of a problem with contacts missing
+        pr("same physics NOT established: Newton's reference dropped self-contact pairs its buffers could not hold ("
+           + ", ".join(f"{k} {n}" for k, n in dropped.items()) + "; sim_grid.py --newton-vertex-buffer / "
+           "--newton-edge-buffer)\n")
     if "sensitivity" in res:
         se = res["sensitivity"]
         pr(f"sensitivity: clothsim's reference started {se['perturbation_m']:g} m off ends "

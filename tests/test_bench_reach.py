@@ -61,3 +61,21 @@ def test_merge_refuses_different_references():
         merge_comparisons([a, _result([], [], frames=10)], "fold", 256)
     with pytest.raises(ValueError, match="N = 128"):
         merge_comparisons([a], "fold", 128)
+
+
+def test_print_says_when_newtons_reference_dropped_pairs():
+    """A Newton reference that dropped self-contact pairs (its fixed buffers) is not the same problem's converged
+    solution: the printed comparison says so, naming the lists; a clean one gets no such line."""
+    res = _result([_point(1, 80.0, 1e-2, 9e-3)], [_point(1, 250.0, 1.2e-2, 9e-3)])["comparisons"][0]
+    res["same_physics"] |= {"rms_displacement_m": 0.1, "relative": 0.09}
+    res["reference_intersections"] = {"clothsim": 0, "newton": 0}
+    scene = type("S", (), {"kind": "fold", "n": 256})
+    clean = {"vertex_triangle": {"longest": 20, "buffer": 32, "dropped_pairs": 0},
+             "edge_edge": {"longest": 40, "buffer": 64, "dropped_pairs": 0}}
+    for newton, expect in ((clean, None), (clean | {"vertex_triangle": {"longest": 74, "buffer": 32,
+                                                                         "dropped_pairs": 2196269}}, "vertex_triangle 2196269")):
+        lines = []
+        _reach.print_compare(scene, res | {"reference_newton_contacts": {"newton": newton}}, lines.append)
+        flagged = [s for s in lines if "NOT established" in s]
+        assert (flagged == []) if expect is None else (len(flagged) == 1 and expect in flagged[0]
+                                                        and "edge_edge" not in flagged[0])
