@@ -87,6 +87,12 @@ def print_compare(scene, res, pr):
         pr("same physics NOT established: Newton's reference dropped self-contact pairs its buffers could not hold ("
            + ", ".join(f"{k} {n}" for k, n in dropped.items()) + "; sim_grid.py --newton-vertex-buffer / "
            "--newton-edge-buffer)\n")
+    if "speed_cap" in res:
+        c = res["speed_cap"]
+        binds = c["free_fall_reaches_it_s"] < c["simulated_s"]
+        pr(f"speed cap: self contact bounds every vertex to {c['max_self_contact_speed_m_s']:.2f} m/s (0.4 x search "
+           f"radius a substep); free fall reaches it after {c['free_fall_reaches_it_s']:.3f} s of the "
+           f"{c['simulated_s']:.3f} s compared" + (": the fall is capped\n" if binds else "\n"))
     if "sensitivity" in res:
         se = res["sensitivity"]
         pr(f"sensitivity: clothsim's reference started {se['perturbation_m']:g} m off ends "

@@ -527,6 +527,10 @@ def compare_case(cs, scene, mat, a, log, runners=None, progress=None):
         log(f"  [{scene.kind} N={scene.n}] sensitivity: start moved by {SENSITIVITY_M:g} m ends "
             f"{out['sensitivity']['rms_vs_clothsim_ref_m']:.3e} m from the reference ({time.perf_counter() - t0:.1f}s)")
     out["reference_intersections"] = {k: count_intersections(v, scene.triangles)[0] for k, v in refs.items()}
+    cap = getattr(getattr(runners["clothsim"], "sim", None), "max_self_contact_speed", None)
+    if cap is not None:  # the conservative bound's cap on any vertex (both solvers bound the same kind of way)
+        out["speed_cap"] = {"max_self_contact_speed_m_s": cap, "free_fall_reaches_it_s": cap / 9.81,
+                            "simulated_s": frames * FRAME_DT}
     progress(out)
     if a.references_only:
         return out

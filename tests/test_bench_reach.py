@@ -79,3 +79,18 @@ def test_print_says_when_newtons_reference_dropped_pairs():
         flagged = [s for s in lines if "NOT established" in s]
         assert (flagged == []) if expect is None else (len(flagged) == 1 and expect in flagged[0]
                                                         and "edge_edge" not in flagged[0])
+
+
+def test_print_says_when_the_speed_cap_binds():
+    """The comparison states the self-contact speed cap and whether free fall reaches it within the frames
+    compared (1.44 m/s: at 0.147 s, inside a 0.2 s comparison, outside a 0.1 s one)."""
+    res = _result([_point(1, 80.0, 1e-2, 9e-3)], [_point(1, 250.0, 1.2e-2, 9e-3)])["comparisons"][0]
+    res["same_physics"] |= {"rms_displacement_m": 0.1, "relative": 0.09}
+    res["reference_intersections"] = {"clothsim": 0, "newton": 0}
+    scene = type("S", (), {"kind": "fold", "n": 256})
+    for simulated, capped in ((0.2, True), (0.1, False)):
+        lines = []
+        cap = {"max_self_contact_speed_m_s": 1.44, "free_fall_reaches_it_s": 1.44 / 9.81, "simulated_s": simulated}
+        _reach.print_compare(scene, res | {"speed_cap": cap}, lines.append)
+        line = [s for s in lines if s.startswith("speed cap")]
+        assert len(line) == 1 and "1.44 m/s" in line[0] and ("the fall is capped" in line[0]) == capped
