@@ -14,6 +14,10 @@ _spec = importlib.util.spec_from_file_location(
 _ns = importlib.util.module_from_spec(_spec)
 sys.modules[_spec.name] = _ns  # its dataclasses look their module up
 _spec.loader.exec_module(_ns)
+_fspec = importlib.util.spec_from_file_location(
+    "bench_newton_filters", os.path.join(os.path.dirname(__file__), "..", "benchmarks", "newton_filters.py"))
+_nf = importlib.util.module_from_spec(_fspec)
+_fspec.loader.exec_module(_nf)
 
 
 def test_dropped_pairs_are_counted_per_list_and_summed_over_launches():
@@ -64,7 +68,7 @@ def _csr(rows):
 
 
 def test_fast_contact_filters_equal_newtons_definition():
-    """newton_side's numpy builders of Newton's self-contact filters give the lists Newton's definition gives, in
+    """newton_filters' numpy builders of Newton's self-contact filters give the lists Newton's definition gives, in
     its CSR layout (rows sorted), on the benchmark grid and on a closed irregular mesh, across chunk boundaries.
     (Against Newton's own builder where Newton is installed: out of CI, checked at N = 8-128.)"""
     import trimesh
@@ -76,8 +80,8 @@ def test_fast_contact_filters_equal_newtons_definition():
         ends = _ns.interior_edges(tris)[:, 2:4]
         want_e, want_v = _reference_filters(ends, tris, nv)
         for chunk in (7, 1 << 16):
-            fe, oe = _ns.edge_two_ring_filter(ends, nv, chunk=chunk)
-            fv, ov = _ns.vertex_two_ring_filter(ends, tris, nv, chunk=chunk)
+            fe, oe = _nf.edge_two_ring_filter(ends, nv, chunk=chunk)
+            fv, ov = _nf.vertex_two_ring_filter(ends, tris, nv, chunk=chunk)
             for (f, o), want in (((fe, oe), want_e), ((fv, ov), want_v)):
                 wf, wo = _csr(want)
                 assert np.array_equal(o, wo) and np.array_equal(f, wf)
