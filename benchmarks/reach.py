@@ -90,9 +90,16 @@ def print_compare(scene, res, pr):
     if "speed_cap" in res:
         c = res["speed_cap"]
         binds = c["free_fall_reaches_it_s"] < c["simulated_s"]
-        pr(f"speed cap: self contact bounds every vertex to {c['max_self_contact_speed_m_s']:.2f} m/s (0.4 x search "
-           f"radius a substep); free fall reaches it after {c['free_fall_reaches_it_s']:.3f} s of the "
-           f"{c['simulated_s']:.3f} s compared" + (": the fall is capped\n" if binds else "\n"))
+        pr(f"speed cap: self contact bounds every vertex to {c['max_self_contact_speed_m_s']:.2f} m/s "
+           f"({c.get('bound', 0.4):g} x search radius a substep); free fall reaches it after "
+           f"{c['free_fall_reaches_it_s']:.3f} s of the {c['simulated_s']:.3f} s compared"
+           + (": the fall is capped\n" if binds else "\n"))
+        newton_cap = c.get("newton_max_self_contact_speed_m_s")
+        if newton_cap is not None:
+            same = abs(newton_cap - c["max_self_contact_speed_m_s"]) <= 1e-3 * newton_cap
+            pr(f"Newton's cap: {newton_cap:.2f} m/s" + (" (the same)\n" if same else
+               (" (a different cap, and the fall reaches it: same physics NOT established; "
+                "--self-contact-bound matches them)\n" if binds else " (different, but not reached)\n")))
     if "sensitivity" in res:
         se = res["sensitivity"]
         pr(f"sensitivity: clothsim's reference started {se['perturbation_m']:g} m off ends "

@@ -94,6 +94,13 @@ SENSITIVITY_SEED = 0
 # fewer tangles) but their errors after 12 frames larger (1.39e-2 / 1.54e-2 / 1.48e-2 m against 9.6e-3 / 9.2e-3 /
 # 1.0e-2 m), so no Newton error was reached sooner (results/sim_grid_h200_s17_fold256_ofc09.md)
 FOLD_OVER_FACE = 0.0
+# clothsim's Simulator(self_contact_bound=) with self collision (--self-contact-bound): None = its default, 0.4.
+# The bound caps every vertex's speed at bound × search radius a substep, and in the fold the still-falling part
+# reaches that cap; Newton 1.8 caps at 0.5 × its dat_conservative_bound_relaxation (0.85) = 0.425, about 6 %
+# faster (2-core CPU, N = 32 fold, 1.5 mm radius: top row 0.383 against 0.355 m/s; out of 0.060 m RMS motion
+# after 12 frames the two 4-iteration runs ended 6.8e-3 m apart). NEWTON_SELF_CONTACT_BOUND gives both one cap.
+SELF_CONTACT_BOUND = None
+NEWTON_SELF_CONTACT_BOUND = 0.425
 
 
 # --------------------------------------------------------------------------- runners
@@ -148,7 +155,10 @@ class ClothsimRunner:
                                      chebyshev_delay=self.chebyshev_delay, chebyshev_cap=self.chebyshev_cap,
                                      membrane_hessian=self.membrane_hessian,
                                      cpu_threads=self.cpu_threads, sweep=self.sweep, jacobi_omega=self.jacobi_omega,
-                                     self_contact_over_face=FOLD_OVER_FACE if sc.self_collision else 0.0)
+                                     self_contact_over_face=FOLD_OVER_FACE if sc.self_collision else 0.0,
+                                     # only when set: older trees (ab_frame.py's --a) have no such argument
+                                     **({"self_contact_bound": SELF_CONTACT_BOUND}
+                                        if SELF_CONTACT_BOUND is not None and sc.self_collision else {}))
         self.iterations = iterations
         self.x0 = self.sim.positions().copy()
         self.v0 = np.zeros_like(self.x0)
@@ -308,6 +318,8 @@ def _solver_key(a, scene, solver: str, frames: int) -> dict:
         over_face = FOLD_OVER_FACE if scene.self_collision else 0.0
         if over_face:  # only when set, so that earlier references keep their names
             key["over_face_cos"] = over_face
+        if SELF_CONTACT_BOUND is not None and scene.self_collision:  # likewise
+            key["self_contact_bound"] = SELF_CONTACT_BOUND
         if solver == JACOBI:
             key |= {"sweep": "jacobi", "jacobi": [a.jacobi_omega, a.jacobi_rho]}
     else:
@@ -453,6 +465,11 @@ def parse_args(argv=None):
                     help="CUDA: threads per vertex of the solve with contact pairs (clothsim.solver.vbd.CONTACT_LANES)")
     ap.add_argument("--elastic-lanes", type=int, choices=[16, 32], default=None,
                     help="CUDA: threads per vertex of the solve without contact pairs (clothsim.solver.vbd.ELASTIC_LANES)")
+    ap.add_argument("--self-contact-bound", type=float, default=None,
+                    help="clothsim's Simulator(self_contact_bound=...) with self collision: the fraction of its distance "
+                    "to the nearest primitive a vertex may move a substep, which also caps its speed (default: "
+                    f"clothsim's, 0.4); {NEWTON_SELF_CONTACT_BOUND} is Newton 1.8's (0.5 x its default "
+                    "dat_conservative_bound_relaxation 0.85), for a comparison in which both solvers have one cap")
     ap.add_argument("--over-face-cos", type=float, default=FOLD_OVER_FACE,
                     help="the fold's Simulator(self_contact_over_face=...): keep a rest-neighbour vertex-triangle pair "
                     "whose vertex has come over the face (cosine of the separation with the face normal at least "
@@ -527,10 +544,14 @@ def compare_case(cs, scene, mat, a, log, runners=None, progress=None):
         log(f"  [{scene.kind} N={scene.n}] sensitivity: start moved by {SENSITIVITY_M:g} m ends "
             f"{out['sensitivity']['rms_vs_clothsim_ref_m']:.3e} m from the reference ({time.perf_counter() - t0:.1f}s)")
     out["reference_intersections"] = {k: count_intersections(v, scene.triangles)[0] for k, v in refs.items()}
-    cap = getattr(getattr(runners["clothsim"], "sim", None), "max_self_contact_speed", None)
+    sim = getattr(runners["clothsim"], "sim", None)
+    cap = getattr(sim, "max_self_contact_speed", None)
     if cap is not None:  # the conservative bound's cap on any vertex (both solvers bound the same kind of way)
         out["speed_cap"] = {"max_self_contact_speed_m_s": cap, "free_fall_reaches_it_s": cap / 9.81,
-                            "simulated_s": frames * FRAME_DT}
+                            "simulated_s": frames * FRAME_DT, "bound": getattr(sim, "self_contact_bound", 0.4)}
+        ncloth = getattr(runners.get("newton"), "cloth", None)
+        if ncloth is not None and hasattr(ncloth, "max_self_contact_speed"):
+            out["speed_cap"]["newton_max_self_contact_speed_m_s"] = ncloth.max_self_contact_speed()
     progress(out)
     if a.references_only:
         return out
@@ -585,8 +606,9 @@ def main(argv=None):
         _vbd.CONTACT_LANES = a.contact_lanes
     if a.elastic_lanes is not None:
         _vbd.ELASTIC_LANES = a.elastic_lanes
-    global FOLD_OVER_FACE
+    global FOLD_OVER_FACE, SELF_CONTACT_BOUND
     FOLD_OVER_FACE = a.over_face_cos
+    SELF_CONTACT_BOUND = a.self_contact_bound
     have_newton, newton_info = newton_available()
     if a.compare == "newton" and not have_newton:
         print(f"--compare newton: the 'newton' package is not importable here ({newton_info}); install it "

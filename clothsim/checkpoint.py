@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from .errors import InputError
+from .solver.self_collision import BOUND_FRACTION
 
 _VERSION = 2
 
@@ -38,6 +39,8 @@ def _fingerprint(sim) -> str:
         settings["chebyshev_cap"] = True
     if sim.self_contact_over_face:
         settings["self_contact_over_face"] = sim.self_contact_over_face
+    if sim.self_contact_bound != BOUND_FRACTION:  # only when set (earlier checkpoints still load)
+        settings["self_contact_bound"] = sim.self_contact_bound
     if sim.sweep != "gauss-seidel":
         settings |= {"sweep": sim.sweep, "jacobi_omega": sim.jacobi_omega}
     h.update(json.dumps(settings, sort_keys=True).encode())

@@ -18,6 +18,7 @@ from .colliders import Collider, ColliderBuffers
 from .errors import InputError, SimulationError
 from .fabric import Fabric
 from .model import ClothModel
+from .solver.self_collision import BOUND_FRACTION
 from .solver.vbd import SolverVBD
 from .state import ClothState
 
@@ -107,6 +108,12 @@ class Simulator:
             cloth has longer contact lists); but the errors after 12 frames grew from 9.6e-3 / 9.2e-3 /
             1.0e-2 m to 1.39e-2 / 1.54e-2 / 1.48e-2 m, so it is off by default. Edge–edge pairs are not
             affected.
+        self_contact_bound: with self_collision, the fraction of its distance to the nearest non-adjacent
+            primitive a vertex may move in a substep (He Chen et al.'s conservative bound; default 0.4, below
+            0.5 so that two sides of a gap together close less than all of it). It also caps every vertex's
+            speed (``max_self_contact_speed``). Newton 1.8's SolverVBD lets a vertex move 0.5 × its
+            ``dat_conservative_bound_relaxation`` (0.85) × the search radius between detections, 0.425:
+            benchmarks/sim_grid.py's ``--self-contact-bound 0.425`` gives both solvers the same cap.
         cpu_threads: on the CPU, how many threads share each colour's vertices (a colour's vertices are
             independent, so the result is bit-identical for any count); default: the machine's cores (at
             most 8). Used when the model has no self contact (self-contact pairs link vertices of one
@@ -152,7 +159,8 @@ class Simulator:
                  friction_eps: float = 1.0e-2, initial_guess: str = "adaptive", chebyshev_rho: float = 0.0,
                  chebyshev_delay: int = 0, chebyshev_cap: bool = False, membrane_hessian: str = "stvk",
                  model: ClothModel | None = None, cpu_threads: int | None = None, sweep: str = "gauss-seidel",
-                 jacobi_omega: float = 0.66, self_contact_over_face: float = 0.0):
+                 jacobi_omega: float = 0.66, self_contact_over_face: float = 0.0,
+                 self_contact_bound: float = BOUND_FRACTION):
         if isinstance(cloths, Cloth):
             cloths = [cloths]
         cloths = list(cloths)
@@ -220,6 +228,12 @@ class Simulator:
             raise InputError(f"Simulator: self_contact_over_face must be a cosine in [0, 1] (0 = off), "
                              f"got {self_contact_over_face!r}")
         self.self_contact_over_face = float(self_contact_over_face)
+        if not (isinstance(self_contact_bound, (int, float, np.floating)) and not isinstance(self_contact_bound, bool)
+                and math.isfinite(self_contact_bound) and 0.0 < self_contact_bound < 0.5):
+            raise InputError(f"Simulator: self_contact_bound must be a fraction in (0, 0.5) (two sides of a gap each "
+                             f"move at most this fraction of it, so together less than all of it), "
+                             f"got {self_contact_bound!r}")
+        self.self_contact_bound = float(self_contact_bound)
         if cpu_threads is None:
             cpu_threads = min(8, os.cpu_count() or 1)
         if int(cpu_threads) != cpu_threads or cpu_threads < 1:
@@ -262,35 +276,31 @@ class Simulator:
         """Largest collider speed [m/s] for which cloth cannot pass through: the contact search
         reaches ``contact_margin`` beyond the thickness every substep, so a collider surface may move at
         most that far per substep before a vertex is checked again. With self-collision on, a vertex may
-        move at most ``BOUND_FRACTION·(thickness + contact_margin)`` per substep (the conservative bound);
+        move at most ``self_contact_bound·(thickness + contact_margin)`` per substep (the conservative bound);
         to get out of the way of a collider it must outrun it, so the collider may move at most half of that
         per substep. (A vertex pressed between the collider and another cloth layer closer than the search
         radius moves less still; no speed is guaranteed for it.)"""
         v = self.contact_margin / self.substep_dt
         if self.self_collision:
-            from .solver.self_collision import BOUND_FRACTION
-
             r = self.contact_margin + min(f.thickness for f in self.model.fabrics)
-            v = min(v, 0.5 * BOUND_FRACTION * r / self.substep_dt)
+            v = min(v, 0.5 * self.self_contact_bound * r / self.substep_dt)
         return v
 
     @property
     def max_self_contact_speed(self) -> float | None:
         """With self-collision on, the fastest any vertex can move [m/s], free fall included; None without it.
 
-        The conservative bound lets a vertex move at most ``BOUND_FRACTION`` × its distance to the nearest
+        The conservative bound lets a vertex move at most ``self_contact_bound`` × its distance to the nearest
         non-adjacent primitive per substep, and that distance is only looked for up to the search radius
         r = thickness + contact_margin (a vertex with nothing nearer counts r), so no vertex moves more than
-        ``BOUND_FRACTION``·r a substep: ``BOUND_FRACTION·r·substeps/dt``, 2.47 m/s at the defaults with cotton
+        ``self_contact_bound``·r a substep: ``self_contact_bound·r·substeps/dt``, 2.47 m/s at the defaults with cotton
         (0.3 mm). A cloth that would fall faster (after about 0.31 m of free fall at the defaults) falls
         at this speed instead; raise ``substeps`` or ``contact_margin`` for faster motion (Newton's SolverVBD
         truncates moves by the same kind of bound). ``tests/test_api.py`` drops a cloth onto nothing and finds its speed
         levelling off here."""
         if not self.self_collision:
             return None
-        from .solver.self_collision import BOUND_FRACTION
-
-        return BOUND_FRACTION * self.solver.query_radius / self.substep_dt
+        return self.self_contact_bound * self.solver.query_radius / self.substep_dt
 
     @property
     def triangles(self) -> np.ndarray:

@@ -189,29 +189,34 @@ def test_iterations_changed_between_steps(device):
 
 
 def test_self_contact_caps_the_free_speed(device):
-    """With self-collision the conservative bound caps every vertex's move at BOUND_FRACTION × r a substep
+    """With self-collision the conservative bound caps every vertex's move at self_contact_bound × r a substep
     (r = thickness + contact_margin, counted when nothing is nearer), so a cloth dropped onto nothing falls as
     implicit Euler free fall does (v = g·t: a flat unstressed sheet; within 0.5 %, the float32 rounding of
-    positions near 2 m over 40 substeps) until g·t reaches Simulator.max_self_contact_speed = 0.4·r/h, then at
-    that speed (within 1 %); without self collision it keeps accelerating. r = 0.3 mm cotton + 5 mm margin, h = 1/600 s: 1.27 m/s, reached after 0.13 s."""
-    def dropped(self_collision):
+    positions near 2 m over 40 substeps) until g·t reaches Simulator.max_self_contact_speed = bound·r/h, then at
+    that speed (within 1 %); without self collision it keeps accelerating. r = 0.3 mm cotton + 5 mm margin,
+    h = 1/600 s: 1.27 m/s with the default bound 0.4 (reached after 0.13 s), 0.80 m/s with 0.25."""
+    def dropped(self_collision, **kw):
         c = cs.Cloth.grid(size=(0.2, 0.2), resolution=(6, 6), center=(0.0, 2.0, 0.0), plane="xz", fabric="cotton")
         return cs.Simulator(c, device=device, substeps=10, iterations=2, self_collision=self_collision,
-                            contact_margin=0.005)
+                            contact_margin=0.005, **kw)
 
-    capped, free = dropped(True), dropped(False)
+    capped, slower, free = dropped(True), dropped(True, self_contact_bound=0.25), dropped(False)
     h = capped.substep_dt
-    cap = 0.4 * (0.005 + cs.Fabric.preset("cotton").thickness) / h
-    assert capped.max_self_contact_speed == pytest.approx(cap, rel=1e-6) and free.max_self_contact_speed is None
-    capped.step(4)
-    free.step(4)  # t = 1/15 s: g·t = 0.65 m/s, below the cap
-    g_t = 9.81 * 4 / 60
-    assert np.allclose(capped.velocities()[:, 1], -g_t, rtol=5e-3)
-    capped.step(14)
-    free.step(14)  # t = 0.3 s: g·t = 2.9 m/s
-    vy = capped.velocities()[:, 1]
-    assert np.allclose(vy, -cap, rtol=1e-2), (vy.min(), vy.max(), cap)
+    r = 0.005 + cs.Fabric.preset("cotton").thickness
+    assert capped.self_contact_bound == 0.4 and free.max_self_contact_speed is None
+    assert capped.max_self_contact_speed == pytest.approx(0.4 * r / h, rel=1e-6)
+    assert slower.max_self_contact_speed == pytest.approx(0.25 * r / h, rel=1e-6)
+    for sim in (capped, slower, free):
+        sim.step(4)  # t = 1/15 s: g·t = 0.65 m/s, below both caps
+        assert np.allclose(sim.velocities()[:, 1], -9.81 * 4 / 60, rtol=5e-3)
+        sim.step(14)  # t = 0.3 s: g·t = 2.9 m/s
+    for sim in (capped, slower):
+        vy = sim.velocities()[:, 1]
+        assert np.allclose(vy, -sim.max_self_contact_speed, rtol=1e-2), (vy.min(), vy.max(), sim.self_contact_bound)
     assert np.allclose(free.velocities()[:, 1], -9.81 * 18 / 60, rtol=5e-3)
+    for bad in (0.0, 0.5, -0.1, float("nan"), True, "0.4"):
+        with pytest.raises(cs.InputError, match="self_contact_bound"):
+            dropped(True, self_contact_bound=bad)
 
 
 def test_numpy_accessors_return_copies(device):

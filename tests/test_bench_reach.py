@@ -94,3 +94,13 @@ def test_print_says_when_the_speed_cap_binds():
         _reach.print_compare(scene, res | {"speed_cap": cap}, lines.append)
         line = [s for s in lines if s.startswith("speed cap")]
         assert len(line) == 1 and "1.44 m/s" in line[0] and ("the fall is capped" in line[0]) == capped
+        assert not [s for s in lines if s.startswith("Newton's cap")]  # results written before it was stored
+        # Newton's own cap (0.425 x r a substep against clothsim's 0.4): a different cap that the fall reaches
+        # means the two solvers were not given the same physics; the same cap, or one not reached, is fine
+        for newton_cap, flagged in ((1.53, capped), (1.44, False)):
+            lines = []
+            _reach.print_compare(scene, res | {"speed_cap": cap | {"bound": 0.4,
+                                 "newton_max_self_contact_speed_m_s": newton_cap}}, lines.append)
+            line = [s for s in lines if s.startswith("Newton's cap")]
+            assert len(line) == 1 and f"{newton_cap:.2f} m/s" in line[0]
+            assert ("same physics NOT established" in line[0]) == flagged, line

@@ -6,7 +6,8 @@ closer than that same radius to a vertex of the other in the rest shape of one p
 neighbours on a mesh finer than the radius, which only a fold tighter than the radius could bring together;
 a panel's rest shape is its 2D pattern, ``rest_uv``, or the 3D rest shape without one); the VBD vertex solve adds their penalty and
 friction blocks and then limits each vertex's move to ``BOUND_FRACTION`` of its distance to the nearest
-non-adjacent primitive (He Chen et al. 2024's conservative bound), so no pair can cross within a substep.
+non-adjacent primitive (He Chen et al. 2024's conservative bound; ``Simulator(self_contact_bound=)``, default
+``BOUND_FRACTION``), so no pair can cross within a substep.
 """
 
 from __future__ import annotations
@@ -37,6 +38,8 @@ class SelfCollision:
         # Simulator(self_contact_over_face=): keep a rest-neighbour vertex-triangle pair whose vertex has come
         # over the face (SelfContactDetector.detect(over_face_cos=)); 0 = every rest neighbour left out
         self.over_face_cos = float(getattr(settings, "self_contact_over_face", 0.0))
+        # Simulator(self_contact_bound=): the fraction of its distance to the nearest primitive a vertex may move
+        self.bound_fraction = float(getattr(settings, "self_contact_bound", BOUND_FRACTION))
         # Pairs between vertices of one colour: the solve updates a colour's vertices together (on CUDA in
         # parallel, a read of a partner being written was a race: run-to-run differences), so a partner of
         # the solved vertex's own colour is read at the iteration's start (x_iter, copied before each
@@ -57,7 +60,7 @@ class SelfCollision:
     def kernel_args(self):
         det = self.detector
         return [1, det.vt_capacity, det.tv_capacity, det.ee_capacity, det.vt_count, det.vt_tri, det.tv_count,
-                det.tv_vertex, det.ee_count, det.ee_edge, det.min_dist, BOUND_FRACTION, self.vertex_color, self.x_iter]
+                det.tv_vertex, det.ee_count, det.ee_edge, det.min_dist, self.bound_fraction, self.vertex_color, self.x_iter]
 
     def nbytes(self) -> int:
         return self.detector.memory_bytes() + self.vertex_color.capacity + self.x_iter.capacity
