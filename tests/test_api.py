@@ -86,6 +86,13 @@ def test_checkpoint_from_other_setup_is_refused(device, tmp_path):
     other = cs.Simulator(_cloth(), device=device, substeps=5, iterations=5)
     with pytest.raises(cs.InputError, match="other cloths, colliders or settings"):
         other.load_checkpoint(path)
+    # a self-contact bound is part of the settings: the same cloth under another bound is another simulation
+    bounded = [cs.Simulator(_cloth(), device=device, substeps=2, iterations=2, self_collision=True,
+                            self_contact_bound=b) for b in (0.3, 0.3, 0.4)]
+    bounded[0].save_checkpoint(tmp_path / "bound.npz")
+    bounded[1].load_checkpoint(tmp_path / "bound.npz")
+    with pytest.raises(cs.InputError, match="other cloths, colliders or settings"):
+        bounded[2].load_checkpoint(tmp_path / "bound.npz")
 
 
 def _pinned(center, fabric):
