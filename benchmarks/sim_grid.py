@@ -66,12 +66,14 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from reach import print_compare, reach_tables  # noqa: E402
 from grid_scenes import Scene, count_intersections, folded_fraction  # noqa: E402
-from newton_side import (  # noqa: E402
-    FRAME_DT,
-    BenchMaterial,
-    NewtonCloth,
-    newton_available,
-    time_frames,
+from newton_side import FRAME_DT, BenchMaterial, newton_available  # noqa: E402
+from grid_runners import (  # noqa: E402,F401  (trajectory, timing, ...: the other benchmarks import them from here)
+    ClothsimRunner,
+    NewtonRunner,
+    contact_report,
+    describe_contacts,
+    timing,
+    trajectory,
 )
 
 SWEEP = (1, 2, 4, 8, 16, 32, 64, 100)
@@ -88,179 +90,25 @@ SENSITIVITY_M = 1e-6
 # the start grows to 5.6e-4 m by frame 12 and 5.0e-2 m by frame 30 (2-core CPU, N = 24); on the H200 the floor
 # after 12 frames was 1.2e-4 m (N = 128) and 8.0e-5 m (N = 256), errors 0.4-1.4 cm
 FOLD_COMPARE_FRAMES = 12
-SENSITIVITY_SEED = 0
 # clothsim's Simulator(self_contact_over_face=) for the fold (--over-face-cos). 0 (off): with 0.9 (H200, N = 256,
 # session 17) the few-iteration frames were faster (1 / 2 / 4 iterations: 96 / 97 / 101 ms against 175 / 144 / 123,
 # fewer tangles) but their errors after 12 frames larger (1.39e-2 / 1.54e-2 / 1.48e-2 m against 9.6e-3 / 9.2e-3 /
 # 1.0e-2 m), so no Newton error was reached sooner (results/sim_grid_h200_s17_fold256_ofc09.md)
 FOLD_OVER_FACE = 0.0
-# clothsim's Simulator(self_contact_bound=) with self collision (--self-contact-bound): None = its default, 0.4.
+# clothsim's Simulator(self_contact_bound=) with self collision is its default, 0.4, unless --self-contact-bound.
 # The bound caps every vertex's speed at bound × search radius a substep, and in the fold the still-falling part
 # reaches that cap; Newton 1.8 caps at 0.5 × its dat_conservative_bound_relaxation (0.85) = 0.425, about 6 %
 # faster (2-core CPU, N = 32 fold, 1.5 mm radius: top row 0.383 against 0.355 m/s; out of 0.060 m RMS motion
 # after 12 frames the two 4-iteration runs ended 6.8e-3 m apart). NEWTON_SELF_CONTACT_BOUND gives both one cap.
-SELF_CONTACT_BOUND = None
 NEWTON_SELF_CONTACT_BOUND = 0.425
 
 
-# --------------------------------------------------------------------------- runners
-
-
-def _sync(device):
-    import warp as wp
-
-    wp.synchronize_device(device)
-
-
-class ClothsimRunner:
-    """clothsim Simulator for one scene, built once, its iteration count changed between runs (public API)."""
-
-    name = "clothsim"
-
-    def __init__(self, cs, scene: Scene, mat: BenchMaterial, device: str, substeps: int,
-                 initial_guess: str = "inertia", chebyshev_rho: float = 0.93,
-                 membrane_hessian: str = "neo-hookean", cpu_threads: int | None = None,
-                 chebyshev_delay: int = 1, chebyshev_cap: bool = False, sweep: str = "gauss-seidel",
-                 jacobi_omega: float = 1.0, name: str = "clothsim"):
-        self.name = name
-        self.sweep, self.jacobi_omega = sweep, jacobi_omega
-        self.cpu_threads = cpu_threads
-        self.chebyshev_delay = chebyshev_delay
-        self.chebyshev_cap = chebyshev_cap
-        self.cs, self.scene, self.mat, self.device, self.substeps = cs, scene, mat, device, substeps
-        self.initial_guess = initial_guess  # moving cloth: start each substep at the inertial target
-        self.chebyshev_rho = chebyshev_rho
-        self.membrane_hessian = membrane_hessian
-        self.sim = None
-        self.iterations = None
-
-    def build(self, iterations: int):
-        if self.sim is not None and self.iterations == iterations:
-            return
-        if self.sim is not None and isinstance(getattr(type(self.sim), "iterations", None), property):
-            # one simulator for every iteration count (Simulator.iterations set between runs; reset() restores
-            # positions and velocities, the lists keep their grown capacity): a fresh one per count ends in the
-            # same place (tests/test_api.py) but takes 24 s to build at N = 1024 on the H200. Older clothsim
-            # (ab_frame.py's --a tree) has no such setter: a new simulator there.
-            self.sim.iterations = iterations
-            self.iterations = iterations
-            return
-        if self.sim is not None and hasattr(self.sim, "release"):
-            self.sim.release()
-        sc = self.scene
-        self.sim = self.cs.Simulator(sc.cloth, device=self.device, dt=FRAME_DT, substeps=self.substeps,
-                                     iterations=iterations, ground=sc.ground, self_collision=sc.self_collision,
-                                     contact_stiffness=self.mat.contact_ke, contact_margin=self.mat.contact_gap,
-                                     initial_guess=self.initial_guess, chebyshev_rho=self.chebyshev_rho,
-                                     chebyshev_delay=self.chebyshev_delay, chebyshev_cap=self.chebyshev_cap,
-                                     membrane_hessian=self.membrane_hessian,
-                                     cpu_threads=self.cpu_threads, sweep=self.sweep, jacobi_omega=self.jacobi_omega,
-                                     self_contact_over_face=FOLD_OVER_FACE if sc.self_collision else 0.0,
-                                     # only when set: older trees (ab_frame.py's --a) have no such argument
-                                     **({"self_contact_bound": SELF_CONTACT_BOUND}
-                                        if SELF_CONTACT_BOUND is not None and sc.self_collision else {}))
-        self.iterations = iterations
-        self.x0 = self.sim.positions().copy()
-        self.v0 = np.zeros_like(self.x0)
-
-    def reset(self):
-        self.sim.set_positions(self.x0)
-        self.sim.set_velocities(self.v0)
-        _sync(self.device)
-
-    def step(self):
-        self.sim.step()
-
-    def positions(self):
-        return self.sim.positions()
-
-    def sync(self):
-        _sync(self.device)
-
-
-class NewtonRunner:
-    """Newton SolverVBD for one scene; iterations changed in place (graph recaptured)."""
-
-    name = "newton"
-
-    def __init__(self, scene: Scene, mat: BenchMaterial, device: str, substeps: int,
-                 vertex_buffer: int | None = None, edge_buffer: int | None = None):
-        self.scene, self.mat, self.device, self.substeps = scene, mat, device, substeps
-        self.buffers = {"vertex_buffer": vertex_buffer, "edge_buffer": edge_buffer}
-        self.cloth = None
-        self.iterations = None
-
-    def build(self, iterations: int):
-        if self.cloth is None:
-            sc = self.scene
-            self.cloth = NewtonCloth(sc.vertices, sc.triangles, sc.pins, self.mat, device=self.device,
-                                     substeps=self.substeps, iterations=iterations, ground=sc.ground,
-                                     self_collision=sc.self_collision, **self.buffers)
-        elif self.iterations != iterations:
-            self.cloth.set_iterations(iterations)
-        self.iterations = iterations
-
-    def reset(self):
-        self.cloth.reset()
-
-    def step(self):
-        self.cloth.step()
-
-    def positions(self):
-        return self.cloth.positions()
-
-    def contact_report(self):
-        """Newton's self-contact lists since the last reset: longest, buffer, pairs dropped (or None)."""
-        return self.cloth.contact_report()
-
-    def sync(self):
-        self.cloth.synchronize()
-
-
-def trajectory(runner, iterations: int, frames: int, perturb: float = 0.0):
-    """Final positions after `frames` frames from the start (one untimed run); ``perturb`` > 0 moves every
-    start position by that much times a seeded standard normal first (the sensitivity floor)."""
-    runner.build(iterations)
-    runner.reset()
-    if perturb > 0.0:
-        x0 = np.asarray(runner.positions(), dtype=np.float64)
-        noise = np.random.default_rng(SENSITIVITY_SEED).standard_normal(x0.shape)
-        runner.sim.set_positions((x0 + perturb * noise).astype(np.float32))
-    for _ in range(frames):
-        runner.step()
-    runner.sync()
-    return runner.positions()
-
-
-def timing(runner, iterations: int, frames: int, runs: int, warmup: int | None = None):
-    """ms per frame over `runs` runs of the same `frames` frames, after one untimed run of them: clothsim's
-    contact lists grow (and its CUDA graph is recaptured) the first time a frame needs more than their
-    capacity, once per simulation; the warm-up run keeps that one-off cost out of the steady per-frame time
-    (the fold at N = 64 on the 2-core CPU: 4 redone frames and 557 ms a frame in a first run, none and 489 ms in
-    the next). Newton gets the same warm-up. Without self contact (the pinned sheet) one frame warms up.
-    ``warmup`` (--warmup-frames) overrides it: in the sweep each point's error run, on the same simulator, has
-    already grown the lists and captured the graph, so at N = 1024 one frame is enough."""
-    runner.build(iterations)
-    warm = warmup if warmup is not None else (frames if runner.scene.self_collision else 1)
-    return time_frames(runner.step, runner.sync, frames, runs=runs, reset_fn=runner.reset, warmup_frames=warm)
+# --------------------------------------------------------------------------- runners (the classes: grid_runners.py)
 
 
 def newton_runner(scene, mat, a) -> NewtonRunner:
     """Newton for one scene, with --newton-vertex-buffer / --newton-edge-buffer when given (else its defaults)."""
     return NewtonRunner(scene, mat, a.device, a.substeps, a.newton_vertex_buffer, a.newton_edge_buffer)
-
-
-def contact_report(runner) -> dict | None:
-    """Newton's self-contact list report for the run just finished (None for clothsim, which never drops a
-    pair: its lists grow and the frame is redone)."""
-    f = getattr(runner, "contact_report", None)
-    return f() if f is not None else None
-
-
-def describe_contacts(rep: dict) -> str:
-    """One line: each list's longest count against its buffer, and the pairs dropped."""
-    return "Newton lists " + ", ".join(f"{k} longest {v['longest']}/{v['buffer']} dropped {v['dropped_pairs']}"
-                                       for k, v in rep.items())
 
 
 JACOBI = "clothsim_jacobi"
@@ -269,9 +117,17 @@ JACOBI = "clothsim_jacobi"
 def jacobi_runner(cs, scene, mat, a) -> "ClothsimRunner":
     """clothsim with Jacobi sweeps (``Simulator(sweep="jacobi")``): one launch an iteration instead of one a
     colour, each step scaled by --jacobi-omega, Chebyshev with --jacobi-rho."""
-    return ClothsimRunner(cs, scene, mat, a.device, a.substeps, initial_guess_for(a, scene.kind), a.jacobi_rho,
-                          a.membrane_hessian, a.cpu_threads, a.chebyshev_delay, a.chebyshev_cap, sweep="jacobi",
-                          jacobi_omega=a.jacobi_omega, name=JACOBI)
+    return clothsim_runner(cs, scene, mat, a, chebyshev_rho=a.jacobi_rho, sweep="jacobi", jacobi_omega=a.jacobi_omega,
+                           name=JACOBI)
+
+
+def clothsim_runner(cs, scene, mat, a, chebyshev_rho: float | None = None, **kw) -> ClothsimRunner:
+    """clothsim for one scene with the command line's settings (--over-face-cos and --self-contact-bound apply
+    with self collision); ``kw``: the Jacobi curve's sweep, ω and name."""
+    return ClothsimRunner(cs, scene, mat, a.device, a.substeps, initial_guess_for(a, scene.kind),
+                          a.chebyshev_rho if chebyshev_rho is None else chebyshev_rho, a.membrane_hessian,
+                          a.cpu_threads, a.chebyshev_delay, a.chebyshev_cap, over_face=a.over_face_cos,
+                          self_contact_bound=a.self_contact_bound, **kw)
 
 
 def initial_guess_for(a, kind: str) -> str:
@@ -315,11 +171,12 @@ def _solver_key(a, scene, solver: str, frames: int) -> dict:
             src.update(f.read_bytes())
         key |= {"initial_guess": initial_guess_for(a, scene.kind), "chebyshev": [a.chebyshev_rho, a.chebyshev_delay,
                 a.chebyshev_cap], "membrane_hessian": a.membrane_hessian, "code": src.hexdigest()}
-        over_face = FOLD_OVER_FACE if scene.self_collision else 0.0
+        over_face = getattr(a, "over_face_cos", FOLD_OVER_FACE) if scene.self_collision else 0.0
         if over_face:  # only when set, so that earlier references keep their names
             key["over_face_cos"] = over_face
-        if SELF_CONTACT_BOUND is not None and scene.self_collision:  # likewise
-            key["self_contact_bound"] = SELF_CONTACT_BOUND
+        bound = getattr(a, "self_contact_bound", None)
+        if bound is not None and scene.self_collision:  # likewise
+            key["self_contact_bound"] = bound
         if solver == JACOBI:
             key |= {"sweep": "jacobi", "jacobi": [a.jacobi_omega, a.jacobi_rho]}
     else:
@@ -502,8 +359,7 @@ def compare_case(cs, scene, mat, a, log, runners=None, progress=None):
     is called with the partial result after the references and after each sweep point)."""
     frames = a.compare_frames or (min(FOLD_COMPARE_FRAMES, a.fold_frames) if scene.kind == "fold" else 20)
     runners = dict(runners or {
-        "clothsim": ClothsimRunner(cs, scene, mat, a.device, a.substeps, initial_guess_for(a, scene.kind), a.chebyshev_rho,
-                                   a.membrane_hessian, a.cpu_threads, a.chebyshev_delay, a.chebyshev_cap),
+        "clothsim": clothsim_runner(cs, scene, mat, a),
         "newton": newton_runner(scene, mat, a)})
     if a.jacobi:  # clothsim's Jacobi sweep as a second curve, measured against the same references
         runners = {"clothsim": runners["clothsim"], JACOBI: jacobi_runner(cs, scene, mat, a), "newton": runners["newton"]}
@@ -606,9 +462,6 @@ def main(argv=None):
         _vbd.CONTACT_LANES = a.contact_lanes
     if a.elastic_lanes is not None:
         _vbd.ELASTIC_LANES = a.elastic_lanes
-    global FOLD_OVER_FACE, SELF_CONTACT_BOUND
-    FOLD_OVER_FACE = a.over_face_cos
-    SELF_CONTACT_BOUND = a.self_contact_bound
     have_newton, newton_info = newton_available()
     if a.compare == "newton" and not have_newton:
         print(f"--compare newton: the 'newton' package is not importable here ({newton_info}); install it "
@@ -631,8 +484,7 @@ def main(argv=None):
             scene = Scene(cs, kind, n, a.size, mat)
             frames = a.fold_frames if kind == "fold" else a.frames
             row = {"case": kind, "N": n, "vertices": n * n, "frames": frames}
-            runners = [ClothsimRunner(cs, scene, mat, a.device, a.substeps, initial_guess_for(a, kind), a.chebyshev_rho,
-                                      a.membrane_hessian, a.cpu_threads, a.chebyshev_delay, a.chebyshev_cap)]
+            runners = [clothsim_runner(cs, scene, mat, a)]
             if compare:
                 runners.append(newton_runner(scene, mat, a))
             for r in runners:
