@@ -94,9 +94,11 @@ class NewtonRunner:
     name = "newton"
 
     def __init__(self, scene: Scene, mat: BenchMaterial, device: str, substeps: int,
-                 vertex_buffer: int | None = None, edge_buffer: int | None = None):
+                 vertex_buffer: int | None = None, edge_buffer: int | None = None,
+                 self_contact_detection: str = "pre-post-init"):
         self.scene, self.mat, self.device, self.substeps = scene, mat, device, substeps
-        self.buffers = {"vertex_buffer": vertex_buffer, "edge_buffer": edge_buffer}
+        self.buffers = {"vertex_buffer": vertex_buffer, "edge_buffer": edge_buffer,
+                        "self_contact_detection": self_contact_detection}
         self.cloth = None
         self.iterations = None
 

@@ -243,6 +243,11 @@ def newton_available() -> tuple[bool, str]:
         return False, f"{type(exc).__name__}: {exc}"
 
 
+# NewtonCloth(self_contact_detection=) -> Newton's CollisionFrequencyType for its self-contact slot: when, in a
+# substep, SolverVBD detects self contact (its default: before and after initialising the substep's first guess)
+SELF_CONTACT_DETECTION = {"pre-post-init": "PRE_POST_INIT", "pre-init": "PRE_INIT"}
+
+
 class NewtonCloth:
     """One Newton model + SolverVBD + states + collision pipeline, stepped per 60 Hz frame.
 
@@ -271,7 +276,11 @@ class NewtonCloth:
         watch_contacts: bool = True,
         vertex_buffer: int | None = None,
         edge_buffer: int | None = None,
+        self_contact_detection: str = "pre-post-init",
     ):
+        if self_contact_detection not in SELF_CONTACT_DETECTION:
+            raise ValueError(f"NewtonCloth: self_contact_detection must be one of {', '.join(SELF_CONTACT_DETECTION)}, "
+                             f"got {self_contact_detection!r}")
         import newton
         import warp as wp
 
@@ -282,6 +291,7 @@ class NewtonCloth:
         self.iterations = int(iterations)
         self.dt = FRAME_DT / self.substeps
         self.self_collision = bool(self_collision)
+        self.self_contact_detection = self_contact_detection
         self.ground = ground
         self.use_graph = bool(graph)
         self.params = p = newton_parameters(material, verts, tris)
@@ -358,6 +368,11 @@ class NewtonCloth:
                     # cloth's own neighbours); Newton's option for the same filter
                     particle_rest_shape_contact_exclusion_radius=p["contact_margin"] + p["contact_gap"],
                 )
+                if self_contact_detection != "pre-post-init":  # Newton's default: leave it unset
+                    sb = newton.solvers.SolverBase
+                    kw["collision_frequency_type"] = {
+                        sb.CollisionSlot.SOFT_SELF_CONTACT: sb.CollisionFrequencyType[SELF_CONTACT_DETECTION[
+                            self_contact_detection]]}
                 if vertex_buffer is not None:
                     kw["particle_vertex_contact_buffer_size"] = int(vertex_buffer)
                 if edge_buffer is not None:
@@ -453,14 +468,19 @@ class NewtonCloth:
         self.reset()
 
     def max_self_contact_speed(self) -> float | None:
-        """With self contact, the fastest any vertex can move [m/s] (None without it): Newton 1.8's SolverVBD
-        truncates each vertex's move between detections (once a substep here) at 0.5 × its
-        ``dat_conservative_bound_relaxation`` (default 0.85) × the search radius (margin + gap), a bound fraction
-        of 0.425 where clothsim's default is 0.4 (``Simulator(self_contact_bound=)``)."""
+        """With self contact, the fastest any vertex can move [m/s] (None without it). Newton 1.8's SolverVBD
+        truncates each vertex's move since the last self-contact detection at 0.5 × its
+        ``dat_conservative_bound_relaxation`` (default 0.85) × the search radius (margin + gap), a fraction of
+        0.425 (clothsim's default is 0.4, ``Simulator(self_contact_bound=)``). By default (``PRE_POST_INIT``) it
+        detects twice a substep: at the substep's start, and again at the first guess once that is truncated
+        (``solver_vbd.py``: ``_initialize_particles`` truncates the inertial step, then ``_mid_step_detection``
+        resets the truncation's reference to it), so a vertex can move twice that in a substep. With
+        ``self_contact_detection="pre-init"`` it detects once, at the start, as clothsim does."""
         if not self.self_collision:
             return None
         s = self.solver
-        return 0.5 * s.dat_conservative_bound_relaxation * s._self_contact_query_radius / self.dt
+        per_detection = 0.5 * s.dat_conservative_bound_relaxation * s._self_contact_query_radius / self.dt
+        return per_detection * (2.0 if self.self_contact_detection == "pre-post-init" else 1.0)
 
     def set_iterations(self, k: int):
         self.iterations = int(k)

@@ -99,7 +99,8 @@ def print_compare(scene, res, pr):
             same = abs(newton_cap - c["max_self_contact_speed_m_s"]) <= 1e-3 * newton_cap
             pr(f"Newton's cap: {newton_cap:.2f} m/s" + (" (the same)\n" if same else
                (" (a different cap, and the fall reaches it: same physics NOT established; "
-                "--self-contact-bound matches them)\n" if binds else " (different, but not reached)\n")))
+                "--self-contact-bound 0.425 with --newton-self-contact-detection pre-init matches them)\n" if binds
+                else " (different, but not reached)\n")))
     if "sensitivity" in res:
         se = res["sensitivity"]
         pr(f"sensitivity: clothsim's reference started {se['perturbation_m']:g} m off ends "

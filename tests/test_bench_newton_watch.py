@@ -86,3 +86,38 @@ def test_fast_contact_filters_equal_newtons_definition():
                 wf, wo = _csr(want)
                 assert np.array_equal(o, wo) and np.array_equal(f, wf)
         assert len(fe) > 0 and len(fv) > 0
+
+
+def test_newton_self_contact_detection_sets_its_speed_cap(monkeypatch):
+    """Newton 1.8's SolverVBD truncates each vertex's move since its last self-contact detection at 0.425 of the
+    search radius. By default it detects twice a substep (before and after the truncated first guess), so a
+    dropped sheet can move two bounds a substep: at 1 iteration it levels off near one bound's speed, at 100 at
+    twice it (2-core CPU: 0.384, 0.414, 0.742, 0.765 m/s at 1, 10, 30, 100 iterations). With one detection
+    (self_contact_detection="pre-init", as clothsim detects) it levels off at one bound's speed at every
+    iteration count. NewtonCloth.max_self_contact_speed() gives the most each allows. Free fall would be at
+    9.81 m/s² x 0.4 s = 3.9 m/s. Needs the newton package (skipped without it, as in CI)."""
+    import pytest
+
+    pytest.importorskip("newton")
+    monkeypatch.setitem(sys.modules, "newton_filters", _nf)  # NewtonCloth imports it from beside itself
+    with pytest.raises(ValueError, match="self_contact_detection"):
+        _ns.NewtonCloth(np.zeros((3, 3)), np.array([[0, 1, 2]]), np.array([], int), _ns.BenchMaterial(),
+                        self_contact_detection="every-iteration")
+    n = 6
+    g = np.linspace(0.0, 0.2, n)
+    verts = np.array([(x, 1.0, z) for z in g for x in g])
+    tris = np.array([t for j in range(n - 1) for i in range(n - 1) for t in
+                     ((j * n + i, j * n + i + 1, (j + 1) * n + i + 1), (j * n + i, (j + 1) * n + i + 1, (j + 1) * n + i))])
+    mat = _ns.BenchMaterial(thickness=0.00075, contact_gap=0.00075)
+    one_bound = 0.425 * 0.0015 / (_ns.FRAME_DT / 10)  # 0.3825 m/s
+    for mode, iterations, bounds_reached, bounds_allowed in (
+            ("pre-init", 1, 1.0, 1.0), ("pre-init", 100, 1.0, 1.0),
+            ("pre-post-init", 1, 1.0, 2.0), ("pre-post-init", 100, 2.0, 2.0)):
+        cloth = _ns.NewtonCloth(verts, tris, np.array([], int), mat, substeps=10, iterations=iterations,
+                                self_collision=True, graph=False, self_contact_detection=mode)
+        assert cloth.max_self_contact_speed() == pytest.approx(bounds_allowed * one_bound)
+        cloth.step(23)
+        y0 = cloth.positions()[:, 1].mean()
+        cloth.step(1)
+        speed = (y0 - cloth.positions()[:, 1].mean()) / _ns.FRAME_DT
+        assert speed == pytest.approx(bounds_reached * one_bound, rel=0.03), (mode, iterations)
