@@ -99,7 +99,9 @@ FOLD_OVER_FACE = 0.0
 # The bound caps every vertex's speed at bound × search radius a substep, and in the fold the still-falling part
 # reaches that cap; Newton 1.8 caps at 0.5 × its dat_conservative_bound_relaxation (0.85) = 0.425, about 6 %
 # faster (2-core CPU, N = 32 fold, 1.5 mm radius: top row 0.383 against 0.355 m/s; out of 0.060 m RMS motion
-# after 12 frames the two 4-iteration runs ended 6.8e-3 m apart). NEWTON_SELF_CONTACT_BOUND gives both one cap.
+# after 12 frames the two 4-iteration runs ended 6.8e-3 m apart). NEWTON_SELF_CONTACT_BOUND gives both one bound
+# per detection; Newton's default detects twice a substep (clothsim once), which --newton-self-contact-detection
+# pre-init changes (benchmarks/newton_cap.py).
 NEWTON_SELF_CONTACT_BOUND = 0.425
 
 

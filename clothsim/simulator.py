@@ -112,8 +112,9 @@ class Simulator:
             primitive a vertex may move in a substep (He Chen et al.'s conservative bound; default 0.4, below
             0.5 so that two sides of a gap together close less than all of it). It also caps every vertex's
             speed (``max_self_contact_speed``). Newton 1.8's SolverVBD lets a vertex move 0.5 × its
-            ``dat_conservative_bound_relaxation`` (0.85) × the search radius between detections, 0.425:
-            benchmarks/sim_grid.py's ``--self-contact-bound 0.425`` gives both solvers the same cap.
+            ``dat_conservative_bound_relaxation`` (0.85) × the search radius between detections, 0.425, and by
+            default detects twice a substep (clothsim: once): benchmarks/sim_grid.py's ``--self-contact-bound
+            0.425 --newton-self-contact-detection pre-init`` gives both solvers the same cap.
         cpu_threads: on the CPU, how many threads share each colour's vertices (a colour's vertices are
             independent, so the result is bit-identical for any count); default: the machine's cores (at
             most 8). Used when the model has no self contact (self-contact pairs link vertices of one
