@@ -82,6 +82,7 @@ def main(argv=None):
            "references": sorted(refs), "points": []}
     if len(refs) == 2:
         out["rms_clothsim_ref_vs_newton_ref_m"] = sg.rms(refs["clothsim"], refs["newton"])
+    sg.save_json(own.json, out)  # then again after every point: a run cut off by a time limit keeps what it measured
     for v in own.variants:
         r = sg.clothsim_runner(cs, scene, mat, a)
         for k, val in VARIANTS[v].items():
@@ -96,12 +97,11 @@ def main(argv=None):
             p = {"variant": v, "iterations": it, "ms_per_frame": t["ms_median"], "intersections": inter}
             p.update({f"error_vs_{k}_ref_m": sg.rms(x, ref) for k, ref in refs.items()})
             out["points"].append(p)
-            sg.save_json(own.json, out)  # after every point: a run cut off by a time limit keeps what it measured
+            sg.save_json(own.json, out)
             log(f"[{v}] it={it}: {p['ms_per_frame']:.1f} ms/frame, "
                 + ", ".join(f"err vs {k} {p[f'error_vs_{k}_ref_m']:.3e} m" for k in refs) + f", intersections {inter}")
         if hasattr(r.sim, "release"):
             r.sim.release()
-    sg.save_json(own.json, out)
     cols = [k for k in ("clothsim", "newton") if k in refs]
     print(f"\n### fold N = {n}: clothsim solver settings ({frames} frames, {a.device})\n")
     if "rms_clothsim_ref_vs_newton_ref_m" in out:
