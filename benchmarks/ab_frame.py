@@ -5,7 +5,9 @@ A speed change is measured against the code it replaces on the same machine in t
 Each round runs one worker process per tree, alternating A, B, A, B, ... so that drifts of the
 machine hit both; a worker times sim_grid's pinned cloth (``Scene("pinned", N)``, the benchmark's
 solver settings) for each size and iteration count: median of ``--runs`` runs of ``--frames`` frames
-after a warm-up frame; and with ``--drapes tshirt:1,...`` a shipped scene's drape at one level (the scene's
+after a warm-up frame; with ``--folds 64`` sim_grid's fold (self contact, its first guess, ``--self-contact-bound``):
+median of ``--runs`` runs of the first ``--frames`` frames from the start, after an untimed run of them (the
+contact lists grow there); and with ``--drapes tshirt:1,...`` a shipped scene's drape at one level (the scene's
 solver settings, from the start): ``--runs`` consecutive blocks of ``--frames`` frames after
 ``--warmup-frames``. The table gives the median over rounds for each tree and the ratio B/A.
 
@@ -34,13 +36,14 @@ def worker(a) -> None:
     wp.config.quiet = True
     import clothsim as cs
     from newton_side import time_frames
-    from sim_grid import ClothsimRunner, Scene, material_from, parse_args, timing
+    from sim_grid import ClothsimRunner, Scene, initial_guess_for, material_from, parse_args, timing
 
     from clothsim.scene import Drape
 
     assert os.path.dirname(os.path.abspath(cs.__file__)) == os.path.join(os.path.abspath(a.root), "clothsim"), cs.__file__
     sa = parse_args(["--device", a.device, "--chebyshev-rho", str(a.chebyshev_rho),
-                     "--chebyshev-delay", str(a.chebyshev_delay), "--initial-guess", a.initial_guess]
+                     "--chebyshev-delay", str(a.chebyshev_delay)]
+                    + (["--initial-guess", a.initial_guess] if a.initial_guess else [])
                     + (["--chebyshev-cap"] if a.chebyshev_cap else ["--no-chebyshev-cap"]))
     mat = material_from(sa)
     out = {}
@@ -53,10 +56,18 @@ def worker(a) -> None:
                                                   runs=a.runs, warmup_frames=a.warmup_frames)["ms_median"]
     for n in a.sizes:
         sc = Scene(cs, "pinned", n, 1.0, mat)
-        r = ClothsimRunner(cs, sc, mat, a.device, sa.substeps, sa.initial_guess, sa.chebyshev_rho,
+        r = ClothsimRunner(cs, sc, mat, a.device, sa.substeps, initial_guess_for(sa, "pinned"), sa.chebyshev_rho,
                            sa.membrane_hessian, None, sa.chebyshev_delay, sa.chebyshev_cap)
         for it in a.iterations:
             out[f"{n}/{it}"] = timing(r, it, a.frames, a.runs)["ms_median"]
+        r.sim.release()
+    for n in a.folds:
+        sc = Scene(cs, "fold", n, 1.0, mat)
+        r = ClothsimRunner(cs, sc, mat, a.device, sa.substeps, initial_guess_for(sa, "fold"), sa.chebyshev_rho,
+                           sa.membrane_hessian, None, sa.chebyshev_delay, sa.chebyshev_cap,
+                           self_contact_bound=a.self_contact_bound)
+        for it in a.iterations:
+            out[f"fold{n}/{it}"] = timing(r, it, a.frames, a.runs)["ms_median"]
         r.sim.release()
     print("AB_RESULT " + json.dumps(out), flush=True)
 
@@ -77,7 +88,11 @@ def main(argv=None) -> int:
     ap.add_argument("--chebyshev-rho", type=float, default=0.93)
     ap.add_argument("--chebyshev-delay", type=int, default=1)
     ap.add_argument("--chebyshev-cap", action=argparse.BooleanOptionalAction, default=True)
-    ap.add_argument("--initial-guess", default="extrapolate", choices=["inertia", "adaptive", "extrapolate"])
+    ap.add_argument("--initial-guess", default=None, choices=["inertia", "adaptive", "extrapolate"],
+                    help="clothsim's first guess (default: sim_grid's for each scene: extrapolate pinned, inertia fold)")
+    ap.add_argument("--folds", default="", help="comma list of N: sim_grid's fold (self contact) at that size")
+    ap.add_argument("--self-contact-bound", type=float, default=None,
+                    help="folds: Simulator(self_contact_bound=) (default: clothsim's)")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--root", help=argparse.SUPPRESS)
     ap.add_argument("--json", default="out/bench/ab_frame.json")
@@ -85,6 +100,7 @@ def main(argv=None) -> int:
     a.sizes = [int(s) for s in str(a.sizes).split(",") if s]
     a.iterations = [int(s) for s in str(a.iterations).split(",") if s]
     a.drapes = [s for s in str(a.drapes).split(",") if s]
+    a.folds = [int(s) for s in str(a.folds).split(",") if s]
     if a.worker:
         worker(a)
         return 0
@@ -98,7 +114,9 @@ def main(argv=None) -> int:
               "--warmup-frames", str(a.warmup_frames),
               "--iterations", ",".join(map(str, a.iterations)), "--frames", str(a.frames), "--runs", str(a.runs),
               "--chebyshev-rho", str(a.chebyshev_rho), "--chebyshev-delay", str(a.chebyshev_delay)]
-    common += ["--chebyshev-cap" if a.chebyshev_cap else "--no-chebyshev-cap", "--initial-guess", a.initial_guess]
+    common += ["--chebyshev-cap" if a.chebyshev_cap else "--no-chebyshev-cap", "--folds", ",".join(map(str, a.folds))]
+    common += ["--initial-guess", a.initial_guess] if a.initial_guess else []
+    common += ["--self-contact-bound", str(a.self_contact_bound)] if a.self_contact_bound is not None else []
     rounds = {"a": [], "b": []}
     for k in range(a.rounds):
         for tag in ("a", "b"):
@@ -118,6 +136,8 @@ def main(argv=None) -> int:
         n, it = case.split("/")
         if it.startswith("L"):  # a drape: scene name and level
             it = f"level {it[1:]} (scene's)"
+        elif n.startswith("fold"):
+            n, it = n, int(it)
         else:
             n, it = int(n), int(it)
         rows.append({"N": n, "iterations": it, "a_ms": ma, "b_ms": mb, "ratio_b_over_a": mb / ma,

@@ -1,9 +1,11 @@
 """The fold on the CPU with one thread against several, side by side in one run.
 
-With ``Simulator(cpu_threads >= 2)`` and self contact, the edge–edge contact search runs in a worker thread
-beside the vertex–triangle one (the colour sweep stays in one thread: contact pairs link vertices of one
-colour). This times sim_grid's fold at N vertices a side with ``cpu_threads`` = 1 and = --threads,
-alternating, each after an untimed run of its frames, and checks that both end at the same positions.
+With ``Simulator(cpu_threads >= 2)`` and self contact, the contact search is shared between the threads (a
+worker updates the edge BVH beside the triangle BVH and the vertex–triangle search, then all take chunks of
+the edge–edge search) and each colour of the sweep is split over them when it has at least
+``2 * vbd.CPU_CONTACT_CHUNK_MIN`` vertices. This times sim_grid's fold at N vertices a side with
+``cpu_threads`` = 1 and = --threads, alternating, each after an untimed run of its frames, and checks that
+both end at the same positions.
 
     python benchmarks/fold_threads.py --n 64 --frames 12 --iterations 1,4 --reps 2 \\
         --json benchmarks/results/fold_threads_cpu_2core.json

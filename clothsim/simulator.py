@@ -117,9 +117,11 @@ class Simulator:
             0.425 --newton-self-contact-detection pre-init`` gives both solvers the same cap.
         cpu_threads: on the CPU, how many threads share each colour's vertices (a colour's vertices are
             independent, so the result is bit-identical for any count); default: the machine's cores (at
-            most 8). Used when the model has no self contact (self-contact pairs link vertices of one
-            colour, so that sweep stays in one thread, in a fixed order) and a colour has at least
-            ``2 * clothsim.solver.vbd.CPU_CHUNK_MIN`` vertices. 1 = one thread.
+            most 8). A colour is split when it has at least ``2 * clothsim.solver.vbd.CPU_CHUNK_MIN``
+            vertices (``CPU_CONTACT_CHUNK_MIN`` with self contact or collider features: a partner of the
+            solved vertex's own colour is read at the iteration's start, so those vertices are independent
+            too); with self contact the contact search is shared between the threads as well
+            (``SelfContactDetector.detect(executor=, workers=)``). 1 = one thread.
         model: a :class:`ClothModel` of exactly these cloths already built on ``device`` (e.g. restored
             from a host snapshot by :mod:`clothsim.multires`); the simulator takes ownership of it and frees
             it in :meth:`release`. Default: built here from ``cloths``.

@@ -370,27 +370,41 @@ def test_simulator_stops_cleanly_when_lists_cannot_grow(cloth, device, monkeypat
     assert sim.frame == 1
 
 
-def test_edge_edge_search_in_a_worker_thread_gives_the_same_lists(cloth):
-    """CPU: detect(executor=) runs the edge-edge search in a worker thread beside the vertex-triangle one, with
-    its own min_dist and overflow record folded in afterwards: the same lists, min_dist, overflow count and
-    needed lengths as one thread, with lists that fit and with lists that overflow."""
+def test_threaded_detect_gives_the_same_lists(cloth):
+    """CPU: detect(executor=, workers=) shares the search out: a worker updates the edge BVH beside the
+    triangle BVH and the vertex-triangle search, then every thread takes chunks of the edge-edge search, each
+    pair written to its lower edge's list, with the thread's own min_dist and counts, folded in afterwards.
+    With lists that fit: the same lists, min_dist, overflow count and needed lengths as one thread, for one
+    and for two workers. With lists that overflow (the frame is redone after grow()): the same overflow count,
+    needed lengths (so the same grow()), min_dist and vertex-triangle lists; the edge-edge lists then hold
+    pairs that fit, each a pair of the full lists."""
     from concurrent.futures import ThreadPoolExecutor
 
     x, tris, edges, _ = cloth
     pos = wp.array(x, dtype=wp.vec3, device="cpu")
-    with ThreadPoolExecutor(max_workers=1) as pool:
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        full = None
         for cap in (64, 2):
             got = []
-            for ex in (None, pool):
+            for ex, workers in ((None, 1), (pool, 1), (pool, 2)):
                 det = SelfContactDetector(len(x), tris, edges, vertex_capacity=cap, edge_capacity=cap, device="cpu",
                                           positions=x)
-                for _ in range(2):  # the first detect() runs in one thread (it loads the kernels)
+                for rebuild in (False, True, False):  # the first detect() runs in one thread (it loads the kernels)
                     det.reset_overflow()
-                    det.detect(pos, R, executor=ex)
+                    det.detect(pos, R, rebuild=rebuild, executor=ex, workers=workers)
                 lists = det.lists_numpy()
-                got.append(([a.tolist() for k in ("vt", "tv", "ee") for a in lists[k]], lists["min_dist"].tolist(),
+                got.append(({k: [a.tolist() for a in lists[k]] for k in ("vt", "tv", "ee")}, lists["min_dist"].tolist(),
                             det.overflow.numpy().tolist(), det.required.numpy().tolist()))
                 det.release()
-            assert got[0] == got[1], cap
-            assert (got[0][2][0] > 0) == (cap == 2)
-            assert min(got[0][1]) < R  # pairs were found: min_dist came down from the radius
+            if cap == 64:
+                assert got[0] == got[1] == got[2]
+                assert got[0][2][0] == 0
+                assert min(got[0][1]) < R  # pairs were found: min_dist came down from the radius
+                full = got[0][0]["ee"]
+                continue
+            for g in got[1:]:
+                assert g[1:] == got[0][1:]
+                assert g[0]["vt"] == got[0][0]["vt"] and g[0]["tv"] == got[0][0]["tv"]
+                for e, lst in enumerate(g[0]["ee"]):
+                    assert len(lst) <= cap and set(lst) <= set(full[e]), e
+            assert got[0][2][0] > 0 and max(got[0][3]) > cap

@@ -1,6 +1,7 @@
 """CPU threads: a colour's vertices are independent, so splitting each colour over threads
 (Simulator(cpu_threads=...)) must give bit-identical positions to one thread, with and without a
-collider; with self contact the sweep stays in one thread (pairs link vertices of one colour)."""
+collider, and with self contact (a partner of the solved vertex's own colour is read at the iteration's
+start; the contact search is shared between the threads too)."""
 
 import numpy as np
 import pytest
@@ -27,7 +28,7 @@ def test_threads_bit_identical(device, collider, monkeypatch):
         if collider:
             sim.add_collider(cs.Collider.sphere(center=(0.0, 0.3, 0.0), radius=0.2))
         # the colours of an 80 x 80 sheet (~910 vertices each, over 3 x CPU_CHUNK_MIN) are really split
-        assert sim.solver._cpu_split and min(c for _, c in sim.model.color_ranges) >= 3 * 256
+        assert sim.solver._cpu_split() and min(c for _, c in sim.model.color_ranges) >= 3 * 256
         sim.step(6)
         out.append(sim.positions())
         sim.release()
@@ -58,3 +59,31 @@ def test_collider_at_rest_after_its_move(device):
     assert not buf.moving
     sim.step()
     sim.release()
+
+
+def test_threads_bit_identical_with_self_contact(device, monkeypatch):
+    """The fold: self contact (the contact search shared out, each colour split over the threads) gives the
+    same positions, bit for bit, with 1, 2 and 3 threads; the sheet really folds (pairs are found)."""
+    if device != "cpu":
+        pytest.skip("CPU threading")
+    from clothsim.solver import vbd
+
+    monkeypatch.setattr(vbd, "CPU_CONTACT_CHUNK_MIN", 32)  # split this small sheet's colours (96 vertices each)
+    n = 24
+    base = cs.Cloth.grid(size=(0.3, 0.3), resolution=(n, n), center=(0.0, 0.16, 0.0), plane="xy")
+    v = base.vertices.copy()
+    v[:, 2] += 0.09 * (v[:, 1] - 0.01)  # leaning: it folds over as it lands
+    cloth = cs.Cloth.from_mesh(v, base.triangles, rest_uv=base.rest_uv)
+    out = []
+    for threads in (1, 2, 3):
+        sim = cs.Simulator(cloth, device="cpu", substeps=4, iterations=2, cpu_threads=threads, ground=0.0,
+                           self_collision=True)
+        assert sim.solver._cpu_split() and min(c for _, c in sim.model.color_ranges) >= 3 * 32
+        sim.step(12)
+        det = sim.solver.self_contacts.detector
+        out.append((sim.positions(), int(det.ee_count.numpy().sum()), int(det.vt_count.numpy().sum())))
+        sim.release()
+    assert out[0][1] > 0 and out[0][2] > 0, "no self-contact pairs: the test does not exercise them"
+    for o in out[1:]:
+        np.testing.assert_array_equal(out[0][0], o[0])
+        assert o[1:] == out[0][1:]

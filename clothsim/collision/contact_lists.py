@@ -7,8 +7,10 @@
   in-place insertion sort (``finish_lists_kernel``: Warp runs a CPU launch's threads in index order, so the
   appends arrive nearly sorted); on CUDA ``rank_lists_kernel``, several threads a list writing each entry to
   its rank in a second array;
-* ``merge_side_kernel``: on the CPU, the edge–edge search's own minimum distances and overflow record,
-  kept apart while it ran in a worker thread, folded into the detector's.
+* ``edge_edge_scatter_kernel``: on the CPU, the two-sided edge–edge lists from the lower-edge lists that
+  several threads searched;
+* ``merge_side_kernel``: on the CPU, a worker thread's own minimum distances and overflow record, kept apart
+  while it searched, folded into the detector's.
 """
 
 from __future__ import annotations
@@ -47,6 +49,39 @@ def triangle_vertex_scatter_kernel(
         slot = wp.atomic_add(tv_count, t, 1)
         if slot < capacity:
             tv_vertex[t * capacity + slot] = v
+
+
+@wp.kernel
+def edge_edge_scatter_kernel(
+    capacity: int,
+    half_count: wp.array(dtype=wp.int32),
+    half_edge: wp.array(dtype=wp.int32),
+    ee_count: wp.array(dtype=wp.int32),
+    ee_edge: wp.array(dtype=wp.int32),
+    need: wp.array(dtype=wp.int32),
+):
+    """CPU, after the edge–edge search ran in several threads (``edge_edge_half_kernel``: each pair (e, f),
+    e < f, in e's list only): each stored pair appended to e's list and to f's, as ``edge_edge_kernel``
+    appends them (ee_count zeroed before; the order is fixed afterwards by ``finish_lists_kernel``), and e's
+    own pairs, stored or not, added to the length its list needs (``need`` holds the pairs as upper edge)."""
+    e = wp.tid()
+    c = half_count[e]
+    need[e] = need[e] + c
+    for k in range(wp.min(c, capacity)):
+        f = half_edge[e * capacity + k]
+        slot = wp.atomic_add(ee_count, e, 1)
+        if slot < capacity:
+            ee_edge[e * capacity + slot] = f
+        slot = wp.atomic_add(ee_count, f, 1)
+        if slot < capacity:
+            ee_edge[f * capacity + slot] = e
+
+
+@wp.kernel
+def add_counts_kernel(src: wp.array(dtype=wp.int32), dst: wp.array(dtype=wp.int32)):
+    """dst += src (CPU: a worker thread's counts folded into the detector's)."""
+    i = wp.tid()
+    dst[i] = dst[i] + src[i]
 
 
 @wp.kernel

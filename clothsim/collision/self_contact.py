@@ -38,18 +38,24 @@ the same edge or an edge sharing a vertex (ee).
 
 from __future__ import annotations
 
+import itertools
+import threading
+
 import numpy as np
 import warp as wp
 
 from ..errors import SimulationError
 from ._arrays import MAX_LIST_ENTRIES, as_index_array, as_vec3_array, query_block_dim
-from .contact_lists import (RANK_LANES, finish_lists_kernel, merge_side_kernel, rank_lists_kernel, record_overflow,
-                            triangle_vertex_scatter_kernel)
+from .contact_lists import (RANK_LANES, add_counts_kernel, edge_edge_scatter_kernel, finish_lists_kernel, merge_side_kernel,
+                            rank_lists_kernel, record_overflow, triangle_vertex_scatter_kernel)
 from .contact_funcs import closest_point_triangle, closest_points_edge_edge
 
 wp.set_module_options({"enable_backward": False})  # no autodiff here: forward code only, compiles ~4x faster
 
 VT, TV, EE = 0, 1, 2
+# CPU, threaded detect(): the edge-edge search in this many chunks per thread, taken in turn (the fold at
+# N = 64: a thread's share of the search varies with where the cloth lies in layers)
+EE_CHUNKS_PER_THREAD = 8
 
 
 # --------------------------------------------------------------------------------------
@@ -119,6 +125,22 @@ def rest_neighbour_triangle(v: int, i0: int, i1: int, i2: int, rest: wp.array(dt
         return False
     cp, w = closest_point_triangle(p, a, b, c)
     return wp.length(p - cp) < rest_radius
+
+
+@wp.func
+def rest_endpoints_close(i0: int, i1: int, j0: int, j1: int, rest: wp.array(dtype=wp.vec3),
+                         panel: wp.array(dtype=wp.int32), rest_radius: float):
+    """:func:`rest_neighbour_edges`' first bound alone: an endpoint of one edge closer than ``rest_radius`` to
+    one of the other in the rest shape of one panel (then the edges are rest neighbours)."""
+    if panel[i0] != panel[j0]:
+        return False
+    a0 = rest[i0]
+    a1 = rest[i1]
+    b0 = rest[j0]
+    b1 = rest[j1]
+    r2 = rest_radius * rest_radius
+    return wp.min(wp.min(wp.length_sq(a0 - b0), wp.length_sq(a0 - b1)),
+                  wp.min(wp.length_sq(a1 - b0), wp.length_sq(a1 - b1))) < r2
 
 
 @wp.func
@@ -206,6 +228,36 @@ def vertex_triangle_kernel(
         wp.atomic_min(min_dist, v, dmin)
 
 
+@wp.func
+def edge_pair_distance(e: int, f: int, i0: int, i1: int, p0: wp.vec3, p1: wp.vec3, points: wp.array(dtype=wp.vec3),
+                       edges: wp.array2d(dtype=wp.int32), weld: wp.array(dtype=wp.int32), rest: wp.array(dtype=wp.vec3),
+                       panel: wp.array(dtype=wp.int32), rest_radius: float, radius: float):
+    """Edge e = (i0, i1) at (p0, p1) against a BVH candidate f: the distance of their closest points, or -1 when
+    the pair is not tested here (f <= e: the lower edge tests each pair; sharing a vertex, also through a seam;
+    rest neighbours). Also f's endpoints."""
+    if f <= e:
+        return -1.0, 0, 0
+    j0 = edges[f, 0]
+    j1 = edges[f, 1]
+    a0 = weld[i0]
+    a1 = weld[i1]
+    b0 = weld[j0]
+    b1 = weld[j1]
+    if b0 == a0 or b0 == a1 or b1 == a0 or b1 == a1:
+        return -1.0, j0, j1
+    # rest neighbours by their endpoints first (a fine mesh's flat region: most candidates, four distances);
+    # then the current distance, and only for a pair within the radius the full rest test (a coarse mesh,
+    # edges longer than the radius: most candidates are neither, and the rest test's closest points were
+    # wasted on them: the fold at N = 64, 2-core CPU, edge-edge search 13.3 → see HISTORY.md)
+    if rest_radius > 0.0 and rest_endpoints_close(i0, i1, j0, j1, rest, panel, rest_radius):
+        return -1.0, j0, j1
+    s, u, d = closest_points_edge_edge(p0, p1, points[j0], points[j1])
+    if d < radius and rest_radius > 0.0:
+        if rest_neighbour_edges(i0, i1, j0, j1, rest, panel, rest_radius):
+            return -1.0, j0, j1
+    return d, j0, j1
+
+
 @wp.kernel(module="unique", enable_backward=False)  # launched with query_block_dim: see its docstring
 def edge_edge_kernel(
     edge_bvh: wp.uint64,
@@ -232,22 +284,9 @@ def edge_edge_kernel(
     query = wp.bvh_query_aabb(edge_bvh, wp.min(p0, p1) - wp.vec3(radius), wp.max(p0, p1) + wp.vec3(radius))
     f = int(0)
     dmin = radius
-    a0 = weld[i0]
-    a1 = weld[i1]
     while wp.bvh_query_next(query, f):
-        if f <= e:
-            continue
-        j0 = edges[f, 0]
-        j1 = edges[f, 1]
-        b0 = weld[j0]
-        b1 = weld[j1]
-        if b0 == a0 or b0 == a1 or b1 == a0 or b1 == a1:
-            continue
-        if rest_radius > 0.0:  # rest neighbours first: in a flat region most candidates, settled by cheap bounds
-            if rest_neighbour_edges(i0, i1, j0, j1, rest, panel, rest_radius):
-                continue
-        s, u, d = closest_points_edge_edge(p0, p1, points[j0], points[j1])
-        if d < radius:
+        d, j0, j1 = edge_pair_distance(e, f, i0, i1, p0, p1, points, edges, weld, rest, panel, rest_radius, radius)
+        if d >= 0.0 and d < radius:
             slot = wp.atomic_add(ee_count, e, 1)
             if slot < capacity:
                 ee_edge[e * capacity + slot] = f
@@ -257,6 +296,53 @@ def edge_edge_kernel(
             dmin = wp.min(dmin, d)
             wp.atomic_min(min_dist, j0, d)
             wp.atomic_min(min_dist, j1, d)
+    if dmin < radius:
+        wp.atomic_min(min_dist, i0, dmin)
+        wp.atomic_min(min_dist, i1, dmin)
+
+
+@wp.kernel(enable_backward=False)  # CPU only (threads of its own): the block size does not matter
+def edge_edge_half_kernel(
+    edge_bvh: wp.uint64,
+    points: wp.array(dtype=wp.vec3),
+    edges: wp.array2d(dtype=wp.int32),
+    weld: wp.array(dtype=wp.int32),
+    rest: wp.array(dtype=wp.vec3),
+    panel: wp.array(dtype=wp.int32),
+    rest_radius: float,
+    radius: float,
+    capacity: int,
+    first: int,
+    half_count: wp.array(dtype=wp.int32),
+    half_edge: wp.array(dtype=wp.int32),
+    upper_need: wp.array(dtype=wp.int32),
+    min_dist: wp.array(dtype=float),
+):
+    """:func:`edge_edge_kernel` for edges ``first + tid``, writing each pair (e, f) to its lower edge's list
+    only (``half_count[e]``: every pair found, stored or not) and counting it in ``upper_need[f]``. Threads
+    searching disjoint edge ranges, each with its own ``upper_need`` and ``min_dist``, then share nothing that
+    is written (Warp's CPU atomics are plain reads and writes); ``edge_edge_scatter_kernel`` makes the
+    two-sided lists afterwards, and the lengths they need are ``half_count`` plus every thread's ``upper_need``."""
+    e = first + wp.tid()
+    i0 = edges[e, 0]
+    i1 = edges[e, 1]
+    p0 = points[i0]
+    p1 = points[i1]
+    query = wp.bvh_query_aabb(edge_bvh, wp.min(p0, p1) - wp.vec3(radius), wp.max(p0, p1) + wp.vec3(radius))
+    f = int(0)
+    dmin = radius
+    c = int(0)
+    while wp.bvh_query_next(query, f):
+        d, j0, j1 = edge_pair_distance(e, f, i0, i1, p0, p1, points, edges, weld, rest, panel, rest_radius, radius)
+        if d >= 0.0 and d < radius:
+            if c < capacity:
+                half_edge[e * capacity + c] = f
+            c += 1
+            upper_need[f] = upper_need[f] + 1
+            dmin = wp.min(dmin, d)
+            wp.atomic_min(min_dist, j0, d)
+            wp.atomic_min(min_dist, j1, d)
+    half_count[e] = c
     if dmin < radius:
         wp.atomic_min(min_dist, i0, dmin)
         wp.atomic_min(min_dist, i1, dmin)
@@ -349,9 +435,15 @@ class SelfContactDetector:
         # CUDA: the edge-edge search runs on a stream of its own beside the vertex-triangle one (detect());
         # CPU, given an executor: in a worker thread, with its own min_dist and overflow record
         self._side = wp.Stream(dev) if dev.is_cuda else None
-        self._side_min = wp.zeros(n, dtype=float, device=dev) if dev.is_cpu else None
+        # CPU, given an executor: the threads' own min_dist (one per worker; this thread writes min_dist), the
+        # (zero) overflow record merge_side_kernel reads beside them, the lower-edge lists and the recorded
+        # launches of the edge chunks (_detect_threads)
+        self._side_mins, self._side_needs = [], []
+        self._ee_need = None
         self._side_flags = ([wp.zeros(1, dtype=wp.int32, device=dev), wp.zeros(3, dtype=wp.int32, device=dev)]
                             if dev.is_cpu else [])
+        self._half_edge = self._half_count = None
+        self._chunk_launches = None
         self._threads_ready = False  # the first CPU detect() runs in one thread (it loads the kernels)
         self._allocate_lists()
         self.triangle_bvh = None
@@ -386,7 +478,8 @@ class SelfContactDetector:
             self.triangle_lowers, self.triangle_uppers,
             self.vt_count, self.tv_count, self.tv_need, self.ee_count, self.min_dist, self.weld, self.rest, self.panel,
             self.overflow, self.required, self.vt_tri, self.tv_vertex, self.ee_edge, self.triangles, self.edges,
-            *((self.tv_append, self.ee_append) if self.device.is_cuda else ()), self._side_min, *self._side_flags,
+            *((self.tv_append, self.ee_append) if self.device.is_cuda else ()), *self._side_mins, *self._side_flags,
+            *self._side_needs, self._half_edge, self._half_count, self._ee_need,
         )  # fmt: skip
         return sum(a.capacity for a in arrays if a is not None)
 
@@ -397,11 +490,13 @@ class SelfContactDetector:
             "triangle_lowers", "triangle_uppers",
             "edge_uppers", "vt_count", "tv_count", "tv_need", "ee_count", "min_dist", "weld", "rest", "panel", "overflow",
             "required",
-            "vt_tri", "tv_vertex", "ee_edge", "tv_append", "ee_append", "triangles", "edges", "_side_min",
+            "vt_tri", "tv_vertex", "ee_edge", "tv_append", "ee_append", "triangles", "edges", "_half_edge",
+            "_half_count", "_ee_need", "_chunk_launches",
         ):  # fmt: skip
             setattr(self, name, None)
         self._side = None
         self._side_flags = []
+        self._side_mins, self._side_needs = [], []
 
     # -- acceleration structures
 
@@ -437,7 +532,7 @@ class SelfContactDetector:
     # -- detection
 
     def detect(self, positions: wp.array, query_radius: float, rebuild: bool = False, rest_radius: float = 0.0,
-               over_face_cos: float = 0.0, executor=None):
+               over_face_cos: float = 0.0, executor=None, workers: int = 1):
         """Refit (or, with ``rebuild``, re-split) the BVHs to ``positions`` and fill every list for pairs
         closer than ``query_radius`` [m].
 
@@ -454,8 +549,12 @@ class SelfContactDetector:
         neighbouring face, which is then a contact (and bounds the vertex's move) instead of passing
         through. 0 (the default) leaves every rest neighbour out. Edge–edge pairs are not affected.
 
-        ``executor`` (CPU; a ``concurrent.futures.Executor``): the edge–edge search runs in one of its threads
-        while this one does the vertex–triangle search (each touches arrays of its own; the same lists).
+        ``executor`` (CPU; a ``concurrent.futures.Executor`` with at least ``workers`` threads): the work is
+        shared between this thread and ``workers`` of the executor's. One worker updates the edge BVH while this
+        thread updates the triangle BVH and runs the vertex–triangle search; then every thread takes chunks of
+        the edge–edge search (``EE_CHUNKS_PER_THREAD`` each, in turn, until none is left), each pair written to
+        its lower edge's list and into its own ``min_dist``, and the two-sided lists are made from those
+        (``edge_edge_scatter_kernel``). The lists and ``min_dist`` are the same, bit for bit, as one thread's.
 
         ``positions``: ``wp.array(dtype=wp.vec3)`` with at least N entries, on the detector's device.
         Launches kernels only (no host synchronisation, no allocation once built), so it can be
@@ -463,8 +562,14 @@ class SelfContactDetector:
         ``required`` accumulate until :meth:`reset_overflow`. Do not capture it on the CPU: Warp
         1.19's CPU graph capture does not record a BVH refit or rebuild (it runs once, at capture time).
         """
+        # CPU with worker threads (after a first detect in one thread, which loads the kernels): the searches
+        # and the BVH updates shared out (_detect_threads)
+        threaded = (self._side is None and executor is not None and bool(self.edge_count) and self._threads_ready
+                    and self.triangle_bvh is not None)
         if self.triangle_bvh is None:
             self.build(positions)
+        elif threaded:
+            self._check_positions(positions)
         else:
             self._check_positions(positions)
             self._update_bounds(positions)
@@ -489,19 +594,12 @@ class SelfContactDetector:
         self.tv_need.zero_()
         self.ee_count.zero_()
         if self._side is None:
-            if executor is None or not self.edge_count or not self._threads_ready:
-                self._vertex_triangle_lists(filt, float(over_face_cos), flags)
-                self._edge_edge_lists(filt, flags, self.min_dist)
-                self._threads_ready = True
+            if threaded:
+                self._detect_threads(positions, rebuild, filt, float(over_face_cos), flags, executor, max(1, int(workers)))
                 return
-            self._side_min.fill_(r)
-            for f in self._side_flags:
-                f.zero_()
-            job = executor.submit(self._edge_edge_lists, filt, self._side_flags, self._side_min)
             self._vertex_triangle_lists(filt, float(over_face_cos), flags)
-            job.result()
-            wp.launch(merge_side_kernel, dim=self.vertex_count, inputs=[self._side_min, *self._side_flags],
-                      outputs=[self.min_dist, *flags], device=dev)
+            self._edge_edge_lists(filt, flags, self.min_dist)
+            self._threads_ready = executor is not None
             return
         # CUDA: the two searches share nothing but min_dist (atomic min) and the overflow counters (atomic
         # add, max), which give the same result in any order, so the edge-edge search runs on a second
@@ -511,6 +609,87 @@ class SelfContactDetector:
             self._edge_edge_lists(filt, flags, self.min_dist)
         self._vertex_triangle_lists(filt, float(over_face_cos), flags)
         main.wait_stream(self._side)
+
+    def _detect_threads(self, positions, rebuild, filt, over_face_cos, flags, executor, workers):
+        """detect() on the CPU in this thread and ``workers`` of ``executor``'s (see detect()'s docstring)."""
+        dev = self.device
+        self._ensure_half_lists(workers)
+        wp.launch(copy_points_kernel, dim=self.vertex_count, inputs=[positions], outputs=[self.points], device=dev)
+        chunks = self._edge_chunks(filt, workers)
+        self._ee_need.zero_()
+        for m, need in zip(self._side_mins[:workers], self._side_needs[:workers]):
+            m.fill_(filt[-1])
+            need.zero_()
+        taken = itertools.count()  # next() on it is atomic under the GIL: each chunk goes to one thread
+        edges_ready = threading.Event()
+
+        def take(launches):
+            while (k := next(taken)) < len(launches):
+                launches[k].launch()
+
+        def side(t):
+            if t == 0:
+                try:
+                    wp.launch(edge_bounds_kernel, dim=self.edge_count, inputs=[self.points, self.edges],
+                              outputs=[self.edge_lowers, self.edge_uppers], device=dev)
+                    self.edge_bvh.rebuild() if rebuild else self.edge_bvh.refit()
+                finally:
+                    edges_ready.set()
+            else:
+                edges_ready.wait()
+            take(chunks[t + 1])
+
+        jobs = [executor.submit(side, t) for t in range(workers)]
+        try:
+            wp.launch(triangle_bounds_kernel, dim=self.triangle_count, inputs=[self.points, self.triangles],
+                      outputs=[self.triangle_lowers, self.triangle_uppers], device=dev)
+            self.triangle_bvh.rebuild() if rebuild else self.triangle_bvh.refit()
+            self._vertex_triangle_lists(filt, over_face_cos, flags)
+            edges_ready.wait()
+            take(chunks[0])
+        finally:
+            for job in jobs:
+                job.result()
+        for m, need in zip(self._side_mins[:workers], self._side_needs[:workers]):
+            wp.launch(merge_side_kernel, dim=self.vertex_count, inputs=[m, *self._side_flags],
+                      outputs=[self.min_dist, *flags], device=dev)
+            wp.launch(add_counts_kernel, dim=self.edge_count, inputs=[need], outputs=[self._ee_need], device=dev)
+        wp.launch(edge_edge_scatter_kernel, dim=self.edge_count,
+                  inputs=[self.ee_capacity, self._half_count, self._half_edge],
+                  outputs=[self.ee_count, self.ee_edge, self._ee_need], device=dev)
+        self._finish(self.ee_capacity, EE, self._ee_need, self.ee_count, self.ee_append, self.ee_edge, flags)
+
+    def _ensure_half_lists(self, workers):
+        """CPU, threaded detect(): the lower-edge lists, the lengths the lists need, and per worker a min_dist
+        and an upper-edge count (allocated once, again after grow(): the first threaded detect, like the first
+        detect's BVH build, allocates)."""
+        dev, e = self.device, self.edge_count
+        if self._half_edge is None or self._half_edge.shape[0] != e * self.ee_capacity:
+            self._half_edge = wp.zeros(e * self.ee_capacity, dtype=wp.int32, device=dev)
+            self._half_count = wp.zeros(e, dtype=wp.int32, device=dev)
+            self._ee_need = wp.zeros(e, dtype=wp.int32, device=dev)
+            self._chunk_launches = None
+        while len(self._side_mins) < workers:
+            self._side_mins.append(wp.zeros(self.vertex_count, dtype=float, device=dev))
+            self._side_needs.append(wp.zeros(e, dtype=wp.int32, device=dev))
+            self._chunk_launches = None
+
+    def _edge_chunks(self, filt, workers):
+        """Per thread (this one first, then each worker), the recorded launches of ``edge_edge_half_kernel``
+        over the edge chunks, each writing its thread's counts and min_dist. Kept while the BVH, radii and
+        capacity stay."""
+        key = (self.edge_bvh.id, float(filt[3]), float(filt[4]), self.ee_capacity, workers)
+        if self._chunk_launches is not None and self._chunk_launches[0] == key:
+            return self._chunk_launches[1]
+        n = min(self.edge_count, (workers + 1) * EE_CHUNKS_PER_THREAD)
+        bounds = [(self.edge_count * k) // n for k in range(n + 1)]
+        own = [(self._ee_need, self.min_dist), *zip(self._side_needs[:workers], self._side_mins[:workers])]
+        chunks = [[wp.launch(edge_edge_half_kernel, dim=b1 - b0,
+                             inputs=[self.edge_bvh.id, self.points, self.edges, *filt, self.ee_capacity, b0],
+                             outputs=[self._half_count, self._half_edge, need, m], device=self.device, record_cmd=True)
+                   for b0, b1 in zip(bounds, bounds[1:])] for need, m in own]
+        self._chunk_launches = (key, chunks)
+        return chunks
 
     def _finish(self, capacity, kind, need, count, appended, items, flags):
         dev = self.device

@@ -53,9 +53,9 @@ class SelfCollision:
         self.vertex_color = wp.array(color, dtype=wp.int32, device=d)
         self.x_iter = wp.zeros(n, dtype=wp.vec3, device=d)
 
-    def detect(self, x_prev, rebuild: bool = False, executor=None):
+    def detect(self, x_prev, rebuild: bool = False, executor=None, workers: int = 1):
         self.detector.detect(x_prev, self.query_radius, rebuild=rebuild, rest_radius=self.query_radius,
-                             over_face_cos=self.over_face_cos, executor=executor)
+                             over_face_cos=self.over_face_cos, executor=executor, workers=workers)
 
     def kernel_args(self):
         det = self.detector

@@ -34,6 +34,9 @@ TILE_MAX_VERTICES = 32768
 # gain measured small: pinned grid, 1 iteration, 2 threads against 1: N = 128 (2 chunks of ~1.4k)
 # 171 vs 192 ms/frame; N = 64 with 256-vertex chunks 0.93x (slower), hence no split below 1024.
 CPU_CHUNK_MIN = 1024
+# CPU: the same with contact pairs (self contact, collider features): a vertex costs more there, so a
+# colour pays for its hand-off sooner (the fold at N = 64: 6 colours of 683 vertices)
+CPU_CONTACT_CHUNK_MIN = 256
 # CPU: the same for a Jacobi sweep, which is one launch over every free vertex an iteration (one hand-off,
 # not one a colour)
 JACOBI_CHUNK_MIN = 256
@@ -88,8 +91,6 @@ class SolverVBD:
         self.ext_acc = None
         self._ext_off = wp.zeros(1, dtype=wp.vec3, device=d)
         self._free_count = sum(c for _, c in model.color_ranges)
-        # CPU: split colours over threads only if one is big enough (else one launch sweeps them all)
-        self._cpu_split = any(c >= 2 * CPU_CHUNK_MIN for _, c in model.color_ranges)
         self.colliders: list = []
         self._alloc_contacts()
         self.self_contacts = None
@@ -269,7 +270,8 @@ class SolverVBD:
                                               moved=self._cc_refresh or any(c.moving for c in self.colliders))
             if self.self_contacts is not None:
                 # re-split the BVHs once per frame, refit them in the other substeps
-                self.self_contacts.detect(self.x_prev, rebuild=(sub == 0), executor=self._detect_pool())
+                self.self_contacts.detect(self.x_prev, rebuild=(sub == 0), executor=self._detect_pool(),
+                                          workers=max(1, int(getattr(s, "cpu_threads", 1)) - 1))
             if sub == 0:  # later substeps get the angles from the previous one's finish_substep_kernel
                 self._launch(K.edge_angles_kernel, nbend, [self.x_prev, m.bend, self.theta_prev])
             omega = 1.0
@@ -295,7 +297,7 @@ class SolverVBD:
                     wp.copy(self.cheb_prev2, state.x)
                 if dev.is_cpu and cpu_args is None:
                     cpu_args = self._solve_args(state, h, slots)  # the same arrays and values all frame
-                if dev.is_cpu and self._cpu_threads() > 1 and self._cpu_split:
+                if dev.is_cpu and self._cpu_threads() > 1 and self._cpu_split():
                     # each colour's vertices split over threads; colour by colour (same result, bit for bit)
                     for start, count in m.color_ranges:
                         self._solve_cpu(cpu_args, start, count, self._cpu_threads())
@@ -352,20 +354,28 @@ class SolverVBD:
         return None
 
     def _cpu_threads(self) -> int:
-        """Threads for the CPU colour sweep: 1 with self contact (pairs link vertices of one colour)."""
-        if self.self_contacts is not None:
-            return 1
+        """Threads for the CPU colour sweep. Self-contact partners of the solved vertex's own colour are read
+        at the iteration's start (SelfCollision.x_iter), so a colour's vertices are independent with self
+        contact too: split or not, the sweep gives the same result, bit for bit."""
         return max(1, int(getattr(self.s, "cpu_threads", 1)))
+
+    def _chunk_min(self) -> int:
+        return CPU_CONTACT_CHUNK_MIN if self._pair_contacts() else CPU_CHUNK_MIN
+
+    def _cpu_split(self) -> bool:
+        """CPU: split the colours over threads only if one is big enough (else one launch sweeps them all)."""
+        return any(c >= 2 * self._chunk_min() for _, c in self.model.color_ranges)
 
     def _solve_cpu(self, args, start, count, threads, split=False, site=None):
         """Colour vertices [start, start + count) on the CPU, in contiguous chunks on ``threads`` threads
-        (worker threads and this one) when each chunk gets at least CPU_CHUNK_MIN vertices.
+        (worker threads and this one) when each chunk gets at least CPU_CHUNK_MIN vertices
+        (CPU_CONTACT_CHUNK_MIN with contact pairs).
 
         Each chunk is a recorded Warp launch, kept while the arguments stay the same arrays and values:
         packing the solve kernel's ~90 arguments anew costs more than a small cloth's whole sweep
         (pinned 64×64 grid, 1 iteration: 2.7 ms of a 45 ms frame is launch overhead)."""
         m = self.model
-        t = max(1, min(threads, count // CPU_CHUNK_MIN))
+        t = max(1, min(threads, count // self._chunk_min()))
         if split:  # a Jacobi sweep: any vertices may share a chunking, contact pairs or not
             t = max(1, min(int(getattr(self.s, "cpu_threads", 1)), count // JACOBI_CHUNK_MIN))
         # a Jacobi sweep's launches differ per iteration (arrays alternate, Chebyshev ω): one entry per ``site``
