@@ -128,22 +128,6 @@ def rest_neighbour_triangle(v: int, i0: int, i1: int, i2: int, rest: wp.array(dt
 
 
 @wp.func
-def rest_endpoints_close(i0: int, i1: int, j0: int, j1: int, rest: wp.array(dtype=wp.vec3),
-                         panel: wp.array(dtype=wp.int32), rest_radius: float):
-    """:func:`rest_neighbour_edges`' first bound alone: an endpoint of one edge closer than ``rest_radius`` to
-    one of the other in the rest shape of one panel (then the edges are rest neighbours)."""
-    if panel[i0] != panel[j0]:
-        return False
-    a0 = rest[i0]
-    a1 = rest[i1]
-    b0 = rest[j0]
-    b1 = rest[j1]
-    r2 = rest_radius * rest_radius
-    return wp.min(wp.min(wp.length_sq(a0 - b0), wp.length_sq(a0 - b1)),
-                  wp.min(wp.length_sq(a1 - b0), wp.length_sq(a1 - b1))) < r2
-
-
-@wp.func
 def rest_neighbour_edges(i0: int, i1: int, j0: int, j1: int, rest: wp.array(dtype=wp.vec3),
                          panel: wp.array(dtype=wp.int32), rest_radius: float):
     """Edges (i0, i1) and (j0, j1) lie closer than ``rest_radius`` in the rest shape of one panel (the same
@@ -231,7 +215,7 @@ def vertex_triangle_kernel(
 @wp.func
 def edge_pair_distance(e: int, f: int, i0: int, i1: int, p0: wp.vec3, p1: wp.vec3, points: wp.array(dtype=wp.vec3),
                        edges: wp.array2d(dtype=wp.int32), weld: wp.array(dtype=wp.int32), rest: wp.array(dtype=wp.vec3),
-                       panel: wp.array(dtype=wp.int32), rest_radius: float, radius: float):
+                       panel: wp.array(dtype=wp.int32), rest_radius: float):
     """Edge e = (i0, i1) at (p0, p1) against a BVH candidate f: the distance of their closest points, or -1 when
     the pair is not tested here (f <= e: the lower edge tests each pair; sharing a vertex, also through a seam;
     rest neighbours). Also f's endpoints."""
@@ -245,16 +229,10 @@ def edge_pair_distance(e: int, f: int, i0: int, i1: int, p0: wp.vec3, p1: wp.vec
     b1 = weld[j1]
     if b0 == a0 or b0 == a1 or b1 == a0 or b1 == a1:
         return -1.0, j0, j1
-    # rest neighbours by their endpoints first (a fine mesh's flat region: most candidates, four distances);
-    # then the current distance, and only for a pair within the radius the full rest test (a coarse mesh,
-    # edges longer than the radius: most candidates are neither, and the rest test's closest points were
-    # wasted on them: the fold at N = 64, 2-core CPU, edge-edge search 13.3 → see HISTORY.md)
-    if rest_radius > 0.0 and rest_endpoints_close(i0, i1, j0, j1, rest, panel, rest_radius):
-        return -1.0, j0, j1
-    s, u, d = closest_points_edge_edge(p0, p1, points[j0], points[j1])
-    if d < radius and rest_radius > 0.0:
+    if rest_radius > 0.0:  # rest neighbours first: in a flat region most candidates, settled by cheap bounds
         if rest_neighbour_edges(i0, i1, j0, j1, rest, panel, rest_radius):
             return -1.0, j0, j1
+    s, u, d = closest_points_edge_edge(p0, p1, points[j0], points[j1])
     return d, j0, j1
 
 
@@ -284,9 +262,23 @@ def edge_edge_kernel(
     query = wp.bvh_query_aabb(edge_bvh, wp.min(p0, p1) - wp.vec3(radius), wp.max(p0, p1) + wp.vec3(radius))
     f = int(0)
     dmin = radius
+    a0 = weld[i0]
+    a1 = weld[i1]
     while wp.bvh_query_next(query, f):
-        d, j0, j1 = edge_pair_distance(e, f, i0, i1, p0, p1, points, edges, weld, rest, panel, rest_radius, radius)
-        if d >= 0.0 and d < radius:
+        # edge_pair_distance's tests, written out (CUDA's search as measured in session 21)
+        if f <= e:
+            continue
+        j0 = edges[f, 0]
+        j1 = edges[f, 1]
+        b0 = weld[j0]
+        b1 = weld[j1]
+        if b0 == a0 or b0 == a1 or b1 == a0 or b1 == a1:
+            continue
+        if rest_radius > 0.0:  # rest neighbours first: in a flat region most candidates, settled by cheap bounds
+            if rest_neighbour_edges(i0, i1, j0, j1, rest, panel, rest_radius):
+                continue
+        s, u, d = closest_points_edge_edge(p0, p1, points[j0], points[j1])
+        if d < radius:
             slot = wp.atomic_add(ee_count, e, 1)
             if slot < capacity:
                 ee_edge[e * capacity + slot] = f
@@ -333,7 +325,7 @@ def edge_edge_half_kernel(
     dmin = radius
     c = int(0)
     while wp.bvh_query_next(query, f):
-        d, j0, j1 = edge_pair_distance(e, f, i0, i1, p0, p1, points, edges, weld, rest, panel, rest_radius, radius)
+        d, j0, j1 = edge_pair_distance(e, f, i0, i1, p0, p1, points, edges, weld, rest, panel, rest_radius)
         if d >= 0.0 and d < radius:
             if c < capacity:
                 half_edge[e * capacity + c] = f
