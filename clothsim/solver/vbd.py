@@ -8,6 +8,7 @@ captured once as a graph and replayed.
 
 from __future__ import annotations
 
+import itertools
 import math
 from concurrent.futures import ThreadPoolExecutor
 
@@ -37,6 +38,9 @@ CPU_CHUNK_MIN = 1024
 # CPU: the same with contact pairs (self contact, collider features): a vertex costs more there, so a
 # colour pays for its hand-off sooner (the fold at N = 64: 6 colours of 683 vertices)
 CPU_CONTACT_CHUNK_MIN = 256
+# CPU, contact pairs: a split colour goes in this many chunks per thread, each thread taking the next
+# until none is left (1: one contiguous chunk a thread)
+CPU_CONTACT_CHUNKS_PER_THREAD = 4
 # CPU: the same for a Jacobi sweep, which is one launch over every free vertex an iteration (one hand-off,
 # not one a colour)
 JACOBI_CHUNK_MIN = 256
@@ -368,8 +372,9 @@ class SolverVBD:
 
     def _solve_cpu(self, args, start, count, threads, split=False, site=None):
         """Colour vertices [start, start + count) on the CPU, in contiguous chunks on ``threads`` threads
-        (worker threads and this one) when each chunk gets at least CPU_CHUNK_MIN vertices
-        (CPU_CONTACT_CHUNK_MIN with contact pairs).
+        (worker threads and this one) when each thread gets at least CPU_CHUNK_MIN vertices
+        (CPU_CONTACT_CHUNK_MIN with contact pairs, in CPU_CONTACT_CHUNKS_PER_THREAD chunks a thread, taken
+        in turn).
 
         Each chunk is a recorded Warp launch, kept while the arguments stay the same arrays and values:
         packing the solve kernel's ~90 arguments anew costs more than a small cloth's whole sweep
@@ -389,7 +394,10 @@ class SolverVBD:
         if entry is None:
             ids = tuple(_arg_key(a) for a in args)
             # one entry per chunking: a changed argument replaces it, so no released array stays referenced
-            bounds = [start + (count * c) // t for c in range(t + 1)]
+            # with contact pairs the work per vertex is uneven (a fold's layers lie in some rows, not others):
+            # more chunks than threads, taken in turn; without, one even chunk a thread
+            n = t * CPU_CONTACT_CHUNKS_PER_THREAD if t > 1 and self._pair_contacts() else t
+            bounds = [start + (count * c) // n for c in range(n + 1)]
             kern = K.vbd_solve_kernel if self._pair_contacts() else K.vbd_solve_elastic_kernel
             launches = [wp.launch(kern, (b1 - b0 + CPU_SLOTS_PER_THREAD - 1) // CPU_SLOTS_PER_THREAD,
                                   inputs=[m.color_vertices, b0, b1 - b0, 1, CPU_SLOTS_PER_THREAD, *args],
@@ -400,8 +408,18 @@ class SolverVBD:
         if t == 1:
             launches[0].launch()
             return
-        futures = [self._workers().submit(cmd.launch) for cmd in launches[1:]]
-        launches[0].launch()
+        if len(launches) == t:
+            futures = [self._workers().submit(cmd.launch) for cmd in launches[1:]]
+            launches[0].launch()
+        else:
+            taken = itertools.count()  # next() on it is atomic under the GIL: each chunk runs once
+
+            def take():
+                while (k := next(taken)) < len(launches):
+                    launches[k].launch()
+
+            futures = [self._workers().submit(take) for _ in range(t - 1)]
+            take()
         for f in futures:
             f.result()
 
