@@ -8,7 +8,6 @@
 from __future__ import annotations
 
 import math
-import os
 
 import numpy as np
 import warp as wp
@@ -19,7 +18,7 @@ from .errors import InputError, SimulationError
 from .fabric import Fabric
 from .model import ClothModel
 from .solver.self_collision import BOUND_FRACTION
-from .solver.vbd import SolverVBD
+from .solver.vbd import SolverVBD, default_cpu_threads
 from .state import ClothState
 
 
@@ -238,7 +237,7 @@ class Simulator:
                              f"got {self_contact_bound!r}")
         self.self_contact_bound = float(self_contact_bound)
         if cpu_threads is None:
-            cpu_threads = min(8, os.cpu_count() or 1)
+            cpu_threads = default_cpu_threads()
         if int(cpu_threads) != cpu_threads or cpu_threads < 1:
             raise InputError(f"Simulator: cpu_threads must be a positive integer, got {cpu_threads!r}")
         self.cpu_threads = int(cpu_threads)

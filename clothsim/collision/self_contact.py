@@ -651,10 +651,15 @@ class SelfContactDetector:
                   outputs=[self.ee_count, self.ee_edge, self._ee_need], device=dev)
         self._finish(self.ee_capacity, EE, self._ee_need, self.ee_count, self.ee_append, self.ee_edge, flags)
 
+    def prepare_threads(self, workers: int):
+        """CPU: allocate now what detect(executor=, workers=) needs (else its first threaded call does)."""
+        if self.device.is_cpu and self.edge_count:
+            self._ensure_half_lists(int(workers))
+
     def _ensure_half_lists(self, workers):
         """CPU, threaded detect(): the lower-edge lists, the lengths the lists need, and per worker a min_dist
-        and an upper-edge count (allocated once, again after grow(): the first threaded detect, like the first
-        detect's BVH build, allocates)."""
+        and an upper-edge count (allocated by prepare_threads() or the first threaded detect(), again after
+        grow())."""
         dev, e = self.device, self.edge_count
         if self._half_edge is None or self._half_edge.shape[0] != e * self.ee_capacity:
             self._half_edge = wp.zeros(e * self.ee_capacity, dtype=wp.int32, device=dev)
@@ -752,6 +757,8 @@ class SelfContactDetector:
                     "contact margin, or use a coarser mesh. Nothing was changed: the lists keep their capacities.")
         self.vt_capacity, self.tv_capacity, self.ee_capacity = caps
         self._allocate_lists()
+        if self._half_edge is not None:  # the threaded search's lower-edge lists, at the new capacity
+            self._ensure_half_lists(len(self._side_mins))
         self.reset_overflow()
         return self.capacities
 

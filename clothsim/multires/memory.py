@@ -32,6 +32,8 @@ import warnings
 import numpy as np
 import warp as wp
 
+from ..solver.self_collision import detect_workers
+from ..solver.vbd import default_cpu_threads
 from ..topology import bending_stencils, unique_edges
 
 CATEGORIES = ("state", "constraints", "collision", "scratch", "kept_levels")
@@ -140,14 +142,15 @@ def independent_figures(device) -> dict:
 # ---------------------------------------------------------------------------------------------- estimates
 def estimate_simulator_bytes(cloths, *, self_collision: bool, colliders=(), model_bytes: int | None = None,
                              collider_capacities=(8, 4), self_capacities=(16, 16, 16), jacobi: bool = False,
-                             device="cpu") -> dict:
+                             device="cpu", cpu_threads: int | None = None) -> dict:
     """Bytes a :class:`clothsim.Simulator` of ``cloths`` will allocate, by category, computed from host data
     before anything is allocated (the budget check). ``colliders``: host :class:`clothsim.Collider` objects.
     ``model_bytes``: the model's exact bytes if known (a host snapshot). ``collider_capacities``: (edge,
     triangle) list capacities of the collider feature contacts; ``self_capacities``: (vt, tv, ee) of the
     self-contact lists (the solver's defaults; larger once lists have grown). ``jacobi``: the simulator runs
     Jacobi sweeps (a second iterate array). ``device``: where it will run (the self-contact detector keeps
-    different side arrays on CUDA and on the CPU). Mirrors the allocations of
+    different side arrays on CUDA and on the CPU); ``cpu_threads``: the Simulator's (None: its default), the
+    CPU search's worker threads keeping buffers of their own. Mirrors the allocations of
     ClothModel, ClothState, SolverVBD, ColliderBuffers, ColliderContacts and SelfCollision; the tests check
     it equals the owners' accounting after the level is built."""
     off = np.concatenate([[0], np.cumsum([c.vertex_count for c in cloths])]).astype(np.int64)
@@ -200,8 +203,11 @@ def estimate_simulator_bytes(cloths, *, self_collision: bool, colliders=(), mode
                       + 4 * n + 12 * n)  # vertex colours and positions at the iteration's start (same-colour pairs)
         if wp.get_device(device).is_cuda:  # the appended tv/ee lists, ranked into the final ones
             collision += 4 * m * self_capacities[1] + 4 * e * self_capacities[2]
-        else:  # the edge-edge search's own min_dist and overflow record (CPU worker thread)
-            collision += 4 * n + 16
+        else:  # the (zero) overflow record merged beside the worker threads' own buffers
+            collision += 16
+            workers = detect_workers(device, default_cpu_threads() if cpu_threads is None else cpu_threads)
+            if workers and e:  # lower-edge lists, their counts, the needed lengths; per worker min_dist and counts
+                collision += 4 * e * self_capacities[2] + 8 * e + workers * (4 * n + 4 * e)
     out = {"constraints": int(model_bytes), "state": int(state), "scratch": int(scratch), "collision": int(collision)}
     out["total"] = sum(out.values())
     return out

@@ -372,7 +372,7 @@ class MultiResSimulator:
                 self_collision=bool(settings.get("self_collision", False)), jacobi=settings.get("sweep") == "jacobi",
                 colliders=hosts, model_bytes=snap.nbytes_device if snap else None,
                 collider_capacities=caps.get("collider", (8, 4)), self_capacities=caps.get("self", (16, 16, 16)),
-                device=self.device)
+                device=self.device, cpu_threads=settings.get("cpu_threads"))
         return dict(self._estimates[key])
 
     def set_level(self, level: int, keep_warm: bool = False, *, measure: bool = False) -> SwitchReport:

@@ -21,6 +21,13 @@ from ..topology import panels, weld_representatives
 BOUND_FRACTION = 0.4
 
 
+def detect_workers(device, cpu_threads) -> int:
+    """Worker threads the CPU self-contact search uses beside the calling one (0: it runs in one thread)."""
+    if not wp.get_device(device).is_cpu:
+        return 0
+    return max(0, int(cpu_threads or 1) - 1)
+
+
 class SelfCollision:
     def __init__(self, model, settings):
         d = model.device
@@ -34,6 +41,10 @@ class SelfCollision:
             weld=weld_representatives(n, model.host_springs),
             rest=rest_space(model), panel=panels(n, model.host_triangles),
         )
+        # CPU with worker threads: the threaded search's own buffers now, not in the first step
+        self.workers = detect_workers(d, getattr(settings, "cpu_threads", 1))
+        if self.workers:
+            self.detector.prepare_threads(self.workers)
         self.query_radius = 0.0  # [m] set by SolverVBD.materials_changed()
         # Simulator(self_contact_over_face=): keep a rest-neighbour vertex-triangle pair whose vertex has come
         # over the face (SelfContactDetector.detect(over_face_cos=)); 0 = every rest neighbour left out
@@ -53,9 +64,9 @@ class SelfCollision:
         self.vertex_color = wp.array(color, dtype=wp.int32, device=d)
         self.x_iter = wp.zeros(n, dtype=wp.vec3, device=d)
 
-    def detect(self, x_prev, rebuild: bool = False, executor=None, workers: int = 1):
+    def detect(self, x_prev, rebuild: bool = False, executor=None):
         self.detector.detect(x_prev, self.query_radius, rebuild=rebuild, rest_radius=self.query_radius,
-                             over_face_cos=self.over_face_cos, executor=executor, workers=workers)
+                             over_face_cos=self.over_face_cos, executor=executor, workers=max(1, self.workers))
 
     def kernel_args(self):
         det = self.detector

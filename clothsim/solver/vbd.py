@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import os
 from concurrent.futures import ThreadPoolExecutor
 
 import warp as wp
@@ -35,6 +36,13 @@ TILE_MAX_VERTICES = 32768
 # gain measured small: pinned grid, 1 iteration, 2 threads against 1: N = 128 (2 chunks of ~1.4k)
 # 171 vs 192 ms/frame; N = 64 with 256-vertex chunks 0.93x (slower), hence no split below 1024.
 CPU_CHUNK_MIN = 1024
+
+
+def default_cpu_threads() -> int:
+    """Simulator(cpu_threads=None): the machine's cores, at most 8."""
+    return min(8, os.cpu_count() or 1)
+
+
 # CPU: the same with contact pairs (self contact, collider features): a vertex costs more there, so a
 # colour pays for its hand-off sooner (the fold at N = 64: 6 colours of 683 vertices)
 CPU_CONTACT_CHUNK_MIN = 256
@@ -274,8 +282,7 @@ class SolverVBD:
                                               moved=self._cc_refresh or any(c.moving for c in self.colliders))
             if self.self_contacts is not None:
                 # re-split the BVHs once per frame, refit them in the other substeps
-                self.self_contacts.detect(self.x_prev, rebuild=(sub == 0), executor=self._detect_pool(),
-                                          workers=max(1, int(getattr(s, "cpu_threads", 1)) - 1))
+                self.self_contacts.detect(self.x_prev, rebuild=(sub == 0), executor=self._detect_pool())
             if sub == 0:  # later substeps get the angles from the previous one's finish_substep_kernel
                 self._launch(K.edge_angles_kernel, nbend, [self.x_prev, m.bend, self.theta_prev])
             omega = 1.0
