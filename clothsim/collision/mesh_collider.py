@@ -26,7 +26,7 @@ import warp as wp
 
 from ._arrays import as_index_array, as_vec3_array, query_block_dim, unique_edges
 from .contact_funcs import closest_point_triangle, closest_points_edge_edge
-from .self_contact import edge_bounds_kernel
+from .self_contact_kernels import edge_bounds_kernel
 
 wp.set_module_options({"enable_backward": False})  # no autodiff here: forward code only, compiles ~4x faster
 

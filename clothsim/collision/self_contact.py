@@ -38,306 +38,23 @@ the same edge or an edge sharing a vertex (ee).
 
 from __future__ import annotations
 
-import itertools
 import threading
 
 import numpy as np
 import warp as wp
 
+from ..cpu_threads import taker
 from ..errors import SimulationError
 from ._arrays import MAX_LIST_ENTRIES, as_index_array, as_vec3_array, query_block_dim
 from .contact_lists import (RANK_LANES, add_counts_kernel, edge_edge_scatter_kernel, finish_lists_kernel, merge_side_kernel,
-                            rank_lists_kernel, record_overflow, triangle_vertex_scatter_kernel)
-from .contact_funcs import closest_point_triangle, closest_points_edge_edge
-
-wp.set_module_options({"enable_backward": False})  # no autodiff here: forward code only, compiles ~4x faster
+                            rank_lists_kernel, triangle_vertex_scatter_kernel)
+from .self_contact_kernels import (copy_points_kernel, edge_bounds_kernel, edge_edge_half_kernel, edge_edge_kernel,
+                                   triangle_bounds_kernel, vertex_triangle_kernel)
 
 VT, TV, EE = 0, 1, 2
 # CPU, threaded detect(): the edge-edge search in this many chunks per thread, taken in turn (the fold at
 # N = 64: a thread's share of the search varies with where the cloth lies in layers)
 EE_CHUNKS_PER_THREAD = 8
-
-
-# --------------------------------------------------------------------------------------
-# kernels
-
-
-@wp.kernel
-def copy_points_kernel(
-    positions: wp.array(dtype=wp.vec3),
-    points: wp.array(dtype=wp.vec3),
-):
-    """Copy positions into the detector's own points."""
-    v = wp.tid()
-    points[v] = positions[v]
-
-
-@wp.kernel
-def edge_bounds_kernel(
-    positions: wp.array(dtype=wp.vec3),
-    edges: wp.array2d(dtype=wp.int32),
-    lowers: wp.array(dtype=wp.vec3),
-    uppers: wp.array(dtype=wp.vec3),
-):
-    e = wp.tid()
-    p0 = positions[edges[e, 0]]
-    p1 = positions[edges[e, 1]]
-    lowers[e] = wp.min(p0, p1)
-    uppers[e] = wp.max(p0, p1)
-
-
-@wp.kernel
-def triangle_bounds_kernel(
-    positions: wp.array(dtype=wp.vec3),
-    triangles: wp.array2d(dtype=wp.int32),
-    lowers: wp.array(dtype=wp.vec3),
-    uppers: wp.array(dtype=wp.vec3),
-):
-    t = wp.tid()
-    p0 = positions[triangles[t, 0]]
-    p1 = positions[triangles[t, 1]]
-    p2 = positions[triangles[t, 2]]
-    lowers[t] = wp.min(wp.min(p0, p1), p2)
-    uppers[t] = wp.max(wp.max(p0, p1), p2)
-
-
-@wp.func
-def rest_neighbour_triangle(v: int, i0: int, i1: int, i2: int, rest: wp.array(dtype=wp.vec3),
-                            panel: wp.array(dtype=wp.int32), rest_radius: float):
-    """Vertex v and triangle (i0, i1, i2) lie closer than ``rest_radius`` in the rest shape of one panel:
-    neighbours, not contacts (only a fold tighter than the radius could bring them together).
-
-    Two cheap bounds decide most pairs without the closest point: a corner closer than the radius makes the
-    triangle closer (True); a vertex farther from the centroid than the radius plus the corners' largest
-    distance from it is farther from the whole triangle (False)."""
-    if panel[v] != panel[i0]:
-        return False
-    p = rest[v]
-    a = rest[i0]
-    b = rest[i1]
-    c = rest[i2]
-    r2 = rest_radius * rest_radius
-    if wp.min(wp.min(wp.length_sq(p - a), wp.length_sq(p - b)), wp.length_sq(p - c)) < r2:
-        return True
-    g = (a + b + c) / 3.0
-    reach = wp.sqrt(wp.max(wp.max(wp.length_sq(a - g), wp.length_sq(b - g)), wp.length_sq(c - g)))
-    if wp.length(p - g) >= rest_radius + reach:
-        return False
-    cp, w = closest_point_triangle(p, a, b, c)
-    return wp.length(p - cp) < rest_radius
-
-
-@wp.func
-def rest_neighbour_edges(i0: int, i1: int, j0: int, j1: int, rest: wp.array(dtype=wp.vec3),
-                         panel: wp.array(dtype=wp.int32), rest_radius: float):
-    """Edges (i0, i1) and (j0, j1) lie closer than ``rest_radius`` in the rest shape of one panel (the same
-    two bounds first: endpoints closer than the radius; midpoints farther apart than the radius plus both
-    half-lengths)."""
-    if panel[i0] != panel[j0]:
-        return False
-    a0 = rest[i0]
-    a1 = rest[i1]
-    b0 = rest[j0]
-    b1 = rest[j1]
-    r2 = rest_radius * rest_radius
-    if wp.min(wp.min(wp.length_sq(a0 - b0), wp.length_sq(a0 - b1)),
-              wp.min(wp.length_sq(a1 - b0), wp.length_sq(a1 - b1))) < r2:
-        return True
-    if wp.length(0.5 * (a0 + a1 - b0 - b1)) >= rest_radius + 0.5 * (wp.length(a1 - a0) + wp.length(b1 - b0)):
-        return False
-    s, u, d = closest_points_edge_edge(a0, a1, b0, b1)
-    return d < rest_radius
-
-
-@wp.kernel(module="unique", enable_backward=False)  # launched with query_block_dim: see its docstring
-def vertex_triangle_kernel(
-    triangle_bvh: wp.uint64,
-    points: wp.array(dtype=wp.vec3),
-    triangles: wp.array2d(dtype=wp.int32),
-    weld: wp.array(dtype=wp.int32),
-    rest: wp.array(dtype=wp.vec3),
-    panel: wp.array(dtype=wp.int32),
-    rest_radius: float,
-    radius: float,
-    over_face_cos: float,
-    capacity: int,
-    vt_count: wp.array(dtype=wp.int32),
-    vt_tri: wp.array(dtype=wp.int32),
-    min_dist: wp.array(dtype=float),
-    tv_need: wp.array(dtype=wp.int32),
-    overflow: wp.array(dtype=wp.int32),
-    required: wp.array(dtype=wp.int32),
-):
-    """Per vertex v: triangles not containing v within radius, in BVH order; lowers min_dist of v and of each
-    such triangle's corners (min_dist starts at the radius; atomic min, order-free) and counts each pair in
-    its triangle's ``tv_need`` (stored or not: the length the triangle's list needs)."""
-    v = wp.tid()
-    p = points[v]
-    query = wp.bvh_query_aabb(triangle_bvh, p - wp.vec3(radius), p + wp.vec3(radius))
-    t = int(0)
-    count = int(0)
-    dmin = radius
-    wv = weld[v]
-    while wp.bvh_query_next(query, t):
-        i0 = triangles[t, 0]
-        i1 = triangles[t, 1]
-        i2 = triangles[t, 2]
-        if weld[i0] == wv or weld[i1] == wv or weld[i2] == wv:
-            continue
-        # the current distance first here (unlike edge_edge_kernel): in a pile most candidates are other layers,
-        # and checking rest neighbours first made this kernel 18 % slower there (H200, fold N = 256)
-        cp, w = closest_point_triangle(p, points[i0], points[i1], points[i2])
-        d = wp.length(p - cp)
-        if d < radius and rest_radius > 0.0:
-            if rest_neighbour_triangle(v, i0, i1, i2, rest, panel, rest_radius):
-                if over_face_cos <= 0.0:
-                    continue
-                # a rest neighbour that has come over the face (separation along its normal) is a contact
-                n = wp.cross(points[i1] - points[i0], points[i2] - points[i0])
-                nn = wp.length(n)
-                if nn <= 0.0 or wp.abs(wp.dot(p - cp, n)) < over_face_cos * d * nn:
-                    continue
-        if d < radius:
-            if count < capacity:
-                vt_tri[v * capacity + count] = t
-            count += 1
-            dmin = wp.min(dmin, d)
-            wp.atomic_min(min_dist, i0, d)
-            wp.atomic_min(min_dist, i1, d)
-            wp.atomic_min(min_dist, i2, d)
-            wp.atomic_add(tv_need, t, 1)
-    record_overflow(count, capacity, 0, overflow, required)
-    vt_count[v] = wp.min(count, capacity)
-    if dmin < radius:
-        wp.atomic_min(min_dist, v, dmin)
-
-
-@wp.func
-def edge_pair_distance(e: int, f: int, i0: int, i1: int, p0: wp.vec3, p1: wp.vec3, points: wp.array(dtype=wp.vec3),
-                       edges: wp.array2d(dtype=wp.int32), weld: wp.array(dtype=wp.int32), rest: wp.array(dtype=wp.vec3),
-                       panel: wp.array(dtype=wp.int32), rest_radius: float):
-    """Edge e = (i0, i1) at (p0, p1) against a BVH candidate f: the distance of their closest points, or -1 when
-    the pair is not tested here (f <= e: the lower edge tests each pair; sharing a vertex, also through a seam;
-    rest neighbours). Also f's endpoints."""
-    if f <= e:
-        return -1.0, 0, 0
-    j0 = edges[f, 0]
-    j1 = edges[f, 1]
-    a0 = weld[i0]
-    a1 = weld[i1]
-    b0 = weld[j0]
-    b1 = weld[j1]
-    if b0 == a0 or b0 == a1 or b1 == a0 or b1 == a1:
-        return -1.0, j0, j1
-    if rest_radius > 0.0:  # rest neighbours first: in a flat region most candidates, settled by cheap bounds
-        if rest_neighbour_edges(i0, i1, j0, j1, rest, panel, rest_radius):
-            return -1.0, j0, j1
-    s, u, d = closest_points_edge_edge(p0, p1, points[j0], points[j1])
-    return d, j0, j1
-
-
-@wp.kernel(module="unique", enable_backward=False)  # launched with query_block_dim: see its docstring
-def edge_edge_kernel(
-    edge_bvh: wp.uint64,
-    points: wp.array(dtype=wp.vec3),
-    edges: wp.array2d(dtype=wp.int32),
-    weld: wp.array(dtype=wp.int32),
-    rest: wp.array(dtype=wp.vec3),
-    panel: wp.array(dtype=wp.int32),
-    rest_radius: float,
-    radius: float,
-    capacity: int,
-    ee_count: wp.array(dtype=wp.int32),
-    ee_edge: wp.array(dtype=wp.int32),
-    min_dist: wp.array(dtype=float),
-):
-    """Per edge e: edges f > e sharing no vertex with e within radius, appended to both e's and f's list
-    (ee_count zeroed before; order fixed by ``finish_lists_kernel``); lowers min_dist of the four endpoints.
-    Each pair is tested once, by its lower edge."""
-    e = wp.tid()
-    i0 = edges[e, 0]
-    i1 = edges[e, 1]
-    p0 = points[i0]
-    p1 = points[i1]
-    query = wp.bvh_query_aabb(edge_bvh, wp.min(p0, p1) - wp.vec3(radius), wp.max(p0, p1) + wp.vec3(radius))
-    f = int(0)
-    dmin = radius
-    a0 = weld[i0]
-    a1 = weld[i1]
-    while wp.bvh_query_next(query, f):
-        # edge_pair_distance's tests, written out (CUDA's search as measured in session 21)
-        if f <= e:
-            continue
-        j0 = edges[f, 0]
-        j1 = edges[f, 1]
-        b0 = weld[j0]
-        b1 = weld[j1]
-        if b0 == a0 or b0 == a1 or b1 == a0 or b1 == a1:
-            continue
-        if rest_radius > 0.0:  # rest neighbours first: in a flat region most candidates, settled by cheap bounds
-            if rest_neighbour_edges(i0, i1, j0, j1, rest, panel, rest_radius):
-                continue
-        s, u, d = closest_points_edge_edge(p0, p1, points[j0], points[j1])
-        if d < radius:
-            slot = wp.atomic_add(ee_count, e, 1)
-            if slot < capacity:
-                ee_edge[e * capacity + slot] = f
-            slot = wp.atomic_add(ee_count, f, 1)
-            if slot < capacity:
-                ee_edge[f * capacity + slot] = e
-            dmin = wp.min(dmin, d)
-            wp.atomic_min(min_dist, j0, d)
-            wp.atomic_min(min_dist, j1, d)
-    if dmin < radius:
-        wp.atomic_min(min_dist, i0, dmin)
-        wp.atomic_min(min_dist, i1, dmin)
-
-
-@wp.kernel(enable_backward=False)  # CPU only (threads of its own): the block size does not matter
-def edge_edge_half_kernel(
-    edge_bvh: wp.uint64,
-    points: wp.array(dtype=wp.vec3),
-    edges: wp.array2d(dtype=wp.int32),
-    weld: wp.array(dtype=wp.int32),
-    rest: wp.array(dtype=wp.vec3),
-    panel: wp.array(dtype=wp.int32),
-    rest_radius: float,
-    radius: float,
-    capacity: int,
-    first: int,
-    half_count: wp.array(dtype=wp.int32),
-    half_edge: wp.array(dtype=wp.int32),
-    upper_need: wp.array(dtype=wp.int32),
-    min_dist: wp.array(dtype=float),
-):
-    """:func:`edge_edge_kernel` for edges ``first + tid``, writing each pair (e, f) to its lower edge's list
-    only (``half_count[e]``: every pair found, stored or not) and counting it in ``upper_need[f]``. Threads
-    searching disjoint edge ranges, each with its own ``upper_need`` and ``min_dist``, then share nothing that
-    is written (Warp's CPU atomics are plain reads and writes); ``edge_edge_scatter_kernel`` makes the
-    two-sided lists afterwards, and the lengths they need are ``half_count`` plus every thread's ``upper_need``."""
-    e = first + wp.tid()
-    i0 = edges[e, 0]
-    i1 = edges[e, 1]
-    p0 = points[i0]
-    p1 = points[i1]
-    query = wp.bvh_query_aabb(edge_bvh, wp.min(p0, p1) - wp.vec3(radius), wp.max(p0, p1) + wp.vec3(radius))
-    f = int(0)
-    dmin = radius
-    c = int(0)
-    while wp.bvh_query_next(query, f):
-        d, j0, j1 = edge_pair_distance(e, f, i0, i1, p0, p1, points, edges, weld, rest, panel, rest_radius)
-        if d >= 0.0 and d < radius:
-            if c < capacity:
-                half_edge[e * capacity + c] = f
-            c += 1
-            upper_need[f] = upper_need[f] + 1
-            dmin = wp.min(dmin, d)
-            wp.atomic_min(min_dist, j0, d)
-            wp.atomic_min(min_dist, j1, d)
-    half_count[e] = c
-    if dmin < radius:
-        wp.atomic_min(min_dist, i0, dmin)
-        wp.atomic_min(min_dist, i1, dmin)
 
 
 # --------------------------------------------------------------------------------------
@@ -612,12 +329,8 @@ class SelfContactDetector:
         for m, need in zip(self._side_mins[:workers], self._side_needs[:workers]):
             m.fill_(filt[-1])
             need.zero_()
-        taken = itertools.count()  # next() on it is atomic under the GIL: each chunk goes to one thread
+        take = taker()  # each chunk goes to one thread
         edges_ready = threading.Event()
-
-        def take(launches):
-            while (k := next(taken)) < len(launches):
-                launches[k].launch()
 
         def side(t):
             if t == 0:

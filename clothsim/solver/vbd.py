@@ -8,7 +8,6 @@ captured once as a graph and replayed.
 
 from __future__ import annotations
 
-import itertools
 import math
 import os
 from concurrent.futures import ThreadPoolExecutor
@@ -16,6 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 import warp as wp
 
 from ..collision._arrays import query_block_dim
+from ..cpu_threads import taker
 from . import collider_planes as CP
 from . import kernels as K
 from . import collider_contacts as CC
@@ -419,14 +419,9 @@ class SolverVBD:
             futures = [self._workers().submit(cmd.launch) for cmd in launches[1:]]
             launches[0].launch()
         else:
-            taken = itertools.count()  # next() on it is atomic under the GIL: each chunk runs once
-
-            def take():
-                while (k := next(taken)) < len(launches):
-                    launches[k].launch()
-
-            futures = [self._workers().submit(take) for _ in range(t - 1)]
-            take()
+            take = taker()
+            futures = [self._workers().submit(take, launches) for _ in range(t - 1)]
+            take(launches)
         for f in futures:
             f.result()
 
