@@ -269,6 +269,39 @@ def test_rest_neighbours_over_the_face_are_kept(cloth, device):
     assert sum(len(g) for g in got) == 0
 
 
+@pytest.mark.parametrize("rest_radius, over_face, capacity", [(0.0, 0.0, 64), (0.1, 0.0, 64), (0.1, 0.9, 64),
+                                                           (0.0, 0.0, 3)])
+def test_tiled_search_gives_the_same_lists(cloth, device, rest_radius, over_face, capacity):
+    """The tiled searches (a block of threads a query, CUDA's: vertex_triangle_tiled_kernel, edge_edge_tiled_kernel;
+    off CUDA they run on Warp's CPU fallback of the block query) against the one-thread searches on the crumpled
+    cloth: the same lists (the one-thread vertex-triangle lists are in BVH order, the tiled ones sorted), the same
+    min_dist bit for bit and the same overflow record; with capacity 3 every kind of list overflows."""
+    x, tris, edges, _ = cloth
+    n = int(round(np.sqrt(len(x))))
+    u, v = np.meshgrid(np.linspace(0, 1, n), np.linspace(0, 1, n), indexing="ij")
+    rest = np.stack([u, v, np.zeros_like(u)], -1).reshape(-1, 3)
+    got = []
+    for tiled in (False, True):
+        det = SelfContactDetector(len(x), tris, edges, vertex_capacity=capacity, edge_capacity=capacity, device=device,
+                                  positions=x, rest=rest, panel=np.zeros(len(x), np.int32))
+        det.tiled = tiled
+        det.detect(wp.array(x, dtype=wp.vec3, device=device), R, rest_radius=rest_radius, over_face_cos=over_face)
+        lists = det.lists_numpy()
+        got.append((lists, int(det.overflow.numpy()[0]), det.required.numpy().tolist()))
+        det.release()
+    (one, over1, req1), (til, over2, req2) = got
+    assert (over1, req1) == (over2, req2)
+    assert (over1 > 0 and min(req1) > capacity) if capacity < 64 else over1 == 0
+    np.testing.assert_array_equal(one["min_dist"], til["min_dist"])
+    assert (one["min_dist"] < R).sum() > len(x) // 4
+    if capacity < 64:  # which pairs an overflowing list keeps depends on the order they were found in
+        return
+    for kind in ("vt", "tv", "ee"):
+        assert sum(len(a) for a in one[kind]) > 100
+        for a, b in zip(one[kind], til[kind]):
+            np.testing.assert_array_equal(np.sort(a), b)
+
+
 def test_simulator_over_face_setting_reaches_the_detector(cloth, device):
     """Simulator(self_contact_over_face=C) lists the over-the-face rest neighbours that the default leaves out
     (the same brute-force pairs as above, with the simulator's search radius as both radii); a value outside

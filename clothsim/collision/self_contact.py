@@ -3,13 +3,15 @@
 :class:`SelfContactDetector` finds, for a query radius R [m], every pair of non-adjacent
 primitives closer than R and writes them to fixed-capacity per-primitive lists, on the device,
 without host round trips (so ``detect()`` can be captured in a CUDA graph). Two BVH queries per
-detection: one per vertex against the triangles (the vt lists, written by one thread in BVH traversal
-order; the tv lists are their inversion) and one per edge against the edges, each pair tested once by
-its lower edge and appended to both lists. Appended lists are put in order afterwards, so every list is the
-same run to run and on both devices: on the CPU sorted in place (``finish_lists_kernel``); on CUDA the appends
-go to lists of their own (``tv_append``, ``ee_append``) and several threads a list write each entry to its
-rank in the final list (``rank_lists_kernel``; both kernels in :mod:`.contact_lists`), and the edge–edge
-search runs on a second stream beside the vertex–triangle one. A list array holds at most ``MAX_LIST_ENTRIES`` entries (primitives × capacity):
+detection: one per vertex against the triangles (the vt lists; the tv lists are their inversion) and one per
+edge against the edges, each pair tested once by its lower edge and appended to both lists. On CUDA each
+query is traversed by a block of threads together (``wp.tile_bvh_query_aabb``: a pile's tens of candidates a
+query tested in parallel), and the edge–edge search runs on a second stream beside the vertex–triangle one;
+on the CPU one thread a query (the CPU's vt lists written in BVH traversal order, no appends). Appended lists
+are put in order afterwards, so every list is the same run to run: on the CPU sorted in place
+(``finish_lists_kernel``); on CUDA the appends go to lists of their own (``vt_append``, ``tv_append``,
+``ee_append``) and several threads a list write each entry to its rank in the final list
+(``rank_lists_kernel``; both kernels in :mod:`.contact_lists`). A list array holds at most ``MAX_LIST_ENTRIES`` entries (primitives × capacity):
 :meth:`SelfContactDetector.grow` past that raises :class:`clothsim.errors.SimulationError`.
 
 Array layouts (all int32 / float32 wp.arrays on the detector's device):
@@ -48,8 +50,9 @@ from ..errors import SimulationError
 from ._arrays import MAX_LIST_ENTRIES, as_index_array, as_vec3_array, query_block_dim
 from .contact_lists import (RANK_LANES, add_counts_kernel, edge_edge_scatter_kernel, finish_lists_kernel, merge_side_kernel,
                             rank_lists_kernel, triangle_vertex_scatter_kernel)
-from .self_contact_kernels import (copy_points_kernel, edge_bounds_kernel, edge_edge_half_kernel, edge_edge_kernel,
-                                   triangle_bounds_kernel, vertex_triangle_kernel)
+from .self_contact_kernels import (TILE_LANES, copy_points_kernel, edge_bounds_kernel, edge_edge_half_kernel,
+                                   edge_edge_kernel, edge_edge_tiled_kernel, pack_edges_kernel, pack_triangles_kernel,
+                                   triangle_bounds_kernel, vertex_triangle_kernel, vertex_triangle_tiled_kernel)
 
 VT, TV, EE = 0, 1, 2
 # CPU, threaded detect(): the edge-edge search in this many chunks per thread, taken in turn (the fold at
@@ -127,6 +130,18 @@ class SelfContactDetector:
         if weld_np.shape != (n,) or weld_np.min(initial=0) < 0 or weld_np.max(initial=0) >= n:
             raise ValueError(f"weld must be {n} vertex indices")
         self.weld = wp.array(weld_np, dtype=wp.int32, device=dev)
+        # the searches run tiled (a block of TILE_LANES threads a query: vertex_triangle_tiled_kernel,
+        # edge_edge_tiled_kernel) on CUDA, one thread a query on the CPU; a test may set ``tiled`` on the CPU
+        # to run the tiled kernels there (Warp's CPU fallback of the block query). They read a primitive's
+        # vertices and their weld ids in 16-byte loads:
+        self.tiled = dev.is_cuda
+        self.edge_info = wp.zeros(max(e, 1), dtype=wp.vec4i, device=dev)
+        self.tri_info = wp.zeros(m, dtype=wp.vec4i, device=dev)
+        self.tri_weld = wp.zeros(m, dtype=wp.vec4i, device=dev)
+        if e:
+            wp.launch(pack_edges_kernel, dim=e, inputs=[self.edges, self.weld], outputs=[self.edge_info], device=dev)
+        wp.launch(pack_triangles_kernel, dim=m, inputs=[self.triangles, self.weld],
+                  outputs=[self.tri_info, self.tri_weld], device=dev)
         # rest-shape neighbour filter (detect(rest_radius > 0)): rest positions [m] (a panel's 2D pattern
         # coordinates, or the 3D rest shape) and the panel (connected piece) of each vertex
         self.has_rest = rest is not None
@@ -167,13 +182,15 @@ class SelfContactDetector:
         self.vt_tri = wp.zeros(self.vertex_count * self.vt_capacity, dtype=wp.int32, device=dev)
         self.tv_vertex = wp.zeros(self.triangle_count * self.tv_capacity, dtype=wp.int32, device=dev)
         self.ee_edge = wp.zeros(self.edge_count * self.ee_capacity, dtype=wp.int32, device=dev)
-        # where the atomic appends go: on CUDA lists of their own, ranked into tv_vertex / ee_edge
-        # (rank_lists_kernel); on the CPU the lists themselves, sorted in place (finish_lists_kernel)
+        # where the atomic appends go: on CUDA lists of their own, ranked into vt_tri / tv_vertex / ee_edge
+        # (rank_lists_kernel); on the CPU the lists themselves, sorted in place (finish_lists_kernel; the CPU's
+        # one-thread vertex-triangle search writes its lists in BVH order, no appends)
         if dev.is_cuda:
+            self.vt_append = wp.zeros_like(self.vt_tri)
             self.tv_append = wp.zeros_like(self.tv_vertex)
             self.ee_append = wp.zeros_like(self.ee_edge)
         else:
-            self.tv_append, self.ee_append = self.tv_vertex, self.ee_edge
+            self.vt_append, self.tv_append, self.ee_append = self.vt_tri, self.tv_vertex, self.ee_edge
 
     @property
     def capacities(self) -> dict:
@@ -187,7 +204,8 @@ class SelfContactDetector:
             self.triangle_lowers, self.triangle_uppers,
             self.vt_count, self.tv_count, self.tv_need, self.ee_count, self.min_dist, self.weld, self.rest, self.panel,
             self.overflow, self.required, self.vt_tri, self.tv_vertex, self.ee_edge, self.triangles, self.edges,
-            *((self.tv_append, self.ee_append) if self.device.is_cuda else ()), *self._side_mins, *self._side_flags,
+            *((self.vt_append, self.tv_append, self.ee_append) if self.device.is_cuda else ()), *self._side_mins, *self._side_flags,
+            self.edge_info, self.tri_info, self.tri_weld,
             *self._side_needs, self._half_edge, self._half_count, self._ee_need,
         )  # fmt: skip
         return sum(a.capacity for a in arrays if a is not None)
@@ -199,7 +217,8 @@ class SelfContactDetector:
             "triangle_lowers", "triangle_uppers",
             "edge_uppers", "vt_count", "tv_count", "tv_need", "ee_count", "min_dist", "weld", "rest", "panel", "overflow",
             "required",
-            "vt_tri", "tv_vertex", "ee_edge", "tv_append", "ee_append", "triangles", "edges", "_half_edge",
+            "vt_tri", "tv_vertex", "ee_edge", "vt_append", "tv_append", "ee_append", "triangles", "edges", "_half_edge",
+            "edge_info", "tri_info", "tri_weld",
             "_half_count", "_ee_need", "_chunk_launches",
         ):  # fmt: skip
             setattr(self, name, None)
@@ -413,11 +432,20 @@ class SelfContactDetector:
 
     def _vertex_triangle_lists(self, filt, over_face_cos, flags):
         dev = self.device
-        wp.launch(vertex_triangle_kernel, dim=self.vertex_count,
-                  inputs=[self.triangle_bvh.id, self.points, self.triangles, *filt, over_face_cos,
-                          self.vt_capacity],
-                  outputs=[self.vt_count, self.vt_tri, self.min_dist, self.tv_need, *flags], device=dev,
-                  block_dim=query_block_dim(dev, self.vertex_count))
+        if self.tiled:  # a block a vertex (vertex_triangle_tiled_kernel), the appends put in order into vt_tri
+            self.vt_count.zero_()
+            wp.launch_tiled(vertex_triangle_tiled_kernel, dim=[self.vertex_count],
+                            inputs=[self.triangle_bvh.id, self.points, self.tri_info, self.tri_weld, *filt,
+                                    over_face_cos, self.vt_capacity],
+                            outputs=[self.vt_count, self.vt_append, self.min_dist, self.tv_need],
+                            block_dim=TILE_LANES, device=dev)
+            self._finish(self.vt_capacity, VT, self.vt_count, self.vt_count, self.vt_append, self.vt_tri, flags)
+        else:
+            wp.launch(vertex_triangle_kernel, dim=self.vertex_count,
+                      inputs=[self.triangle_bvh.id, self.points, self.triangles, *filt, over_face_cos,
+                              self.vt_capacity],
+                      outputs=[self.vt_count, self.vt_tri, self.min_dist, self.tv_need, *flags], device=dev,
+                      block_dim=query_block_dim(dev, self.vertex_count))
         wp.launch(triangle_vertex_scatter_kernel, dim=self.vertex_count,
                   inputs=[self.vt_capacity, self.vt_count, self.vt_tri, self.tv_capacity],
                   outputs=[self.tv_count, self.tv_append], device=dev)
@@ -427,10 +455,16 @@ class SelfContactDetector:
         if not self.edge_count:
             return
         dev = self.device
-        wp.launch(edge_edge_kernel, dim=self.edge_count,
-                  inputs=[self.edge_bvh.id, self.points, self.edges, *filt, self.ee_capacity],
-                  outputs=[self.ee_count, self.ee_append, min_dist], device=dev,
-                  block_dim=query_block_dim(dev, self.edge_count))
+        if self.tiled:  # a block an edge (edge_edge_tiled_kernel)
+            weld, rest, panel, rr, r = filt
+            wp.launch_tiled(edge_edge_tiled_kernel, dim=[self.edge_count],
+                            inputs=[self.edge_bvh.id, self.points, self.edge_info, rest, panel, rr, r, self.ee_capacity],
+                            outputs=[self.ee_count, self.ee_append, min_dist], block_dim=TILE_LANES, device=dev)
+        else:
+            wp.launch(edge_edge_kernel, dim=self.edge_count,
+                      inputs=[self.edge_bvh.id, self.points, self.edges, *filt, self.ee_capacity],
+                      outputs=[self.ee_count, self.ee_append, min_dist], device=dev,
+                      block_dim=query_block_dim(dev, self.edge_count))
         self._finish(self.ee_capacity, EE, self.ee_count, self.ee_count, self.ee_append, self.ee_edge, flags)
 
     def reset_overflow(self):

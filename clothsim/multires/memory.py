@@ -201,8 +201,9 @@ def estimate_simulator_bytes(cloths, *, self_collision: bool, colliders=(), mode
                       + 12 * n + 4 * n  # rest positions (vec3) and panel ids (int32) for the rest-neighbour test
                       + 4 * m  # pairs found per triangle (the inverted lists' needed length)
                       + 4 * n + 12 * n)  # vertex colours and positions at the iteration's start (same-colour pairs)
-        if wp.get_device(device).is_cuda:  # the appended tv/ee lists, ranked into the final ones
-            collision += 4 * m * self_capacities[1] + 4 * e * self_capacities[2]
+        collision += 16 * max(e, 1) + 32 * m  # edge and triangle vertex ids with their weld ids (vec4i)
+        if wp.get_device(device).is_cuda:  # the appended vt/tv/ee lists, ranked into the final ones
+            collision += 4 * n * self_capacities[0] + 4 * m * self_capacities[1] + 4 * e * self_capacities[2]
         else:  # the (zero) overflow record merged beside the worker threads' own buffers
             collision += 16
             workers = detect_workers(device, default_cpu_threads() if cpu_threads is None else cpu_threads)

@@ -1,0 +1,391 @@
+"""Self-contact search variants on a piled fold, side by side in one run: time per launch and pairs found.
+
+The fold of ``sim_grid.py`` (N × N, 1 m, 6 mm contact) is stepped ``--frames`` frames into its pile-up; then,
+on the detector's own points, bounds, edges and filters, each variant of the edge–edge and vertex–triangle
+search is launched ``--repeats`` times (median reported). Every variant must find the same number of pairs as
+the solver's own kernel (printed; a mismatch is flagged), so the table compares speed at equal output.
+
+Variants: ``prod`` (the solver's kernels), ``box`` (the same box query, pair test through a function),
+``sphere`` / ``capsule`` (Warp's sphere and capsule BVH queries), ``packed`` (edge endpoints and their weld
+ids in one vec4i load), ``leafK`` (BVH leaves of K primitives), ``cubql`` (Warp's cuBQL constructor),
+``tiled`` (a block of 32 threads traverses one query together: ``wp.tile_bvh_query_aabb``).
+
+    python benchmarks/detect_variants.py --device cuda:0 --sizes 128,256 --frames 20 --json out/detect_variants.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+import numpy as np
+import warp as wp
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from sim_grid import ClothsimRunner, Scene, initial_guess_for, material_from, parse_args, save_json  # noqa: E402
+
+from clothsim.collision.contact_funcs import closest_point_triangle, closest_points_edge_edge  # noqa: E402
+from clothsim.collision.self_contact_kernels import (edge_pair_distance, rest_neighbour_edges,  # noqa: E402
+                                                     rest_neighbour_triangle)
+
+wp.set_module_options({"enable_backward": False})
+
+TILE = 32
+TILED_ON_CPU = bool(os.environ.get("DETECT_TILED_ON_CPU"))  # Warp's CPU fallback of the tiled query (a check)
+
+
+@wp.func
+def vt_pair(v: int, t: int, p: wp.vec3, wv: int, points: wp.array(dtype=wp.vec3), triangles: wp.array2d(dtype=wp.int32),
+            weld: wp.array(dtype=wp.int32), rest: wp.array(dtype=wp.vec3), panel: wp.array(dtype=wp.int32),
+            rest_radius: float, radius: float):
+    """vertex_triangle_kernel's test (no over-face rule): the distance, or -1 when the pair is left out."""
+    i0 = triangles[t, 0]
+    i1 = triangles[t, 1]
+    i2 = triangles[t, 2]
+    if weld[i0] == wv or weld[i1] == wv or weld[i2] == wv:
+        return -1.0
+    cp, w = closest_point_triangle(p, points[i0], points[i1], points[i2])
+    d = wp.length(p - cp)
+    if d < radius and rest_radius > 0.0:
+        if rest_neighbour_triangle(v, i0, i1, i2, rest, panel, rest_radius):
+            return -1.0
+    return d
+
+
+@wp.func
+def ee_record(e: int, f: int, d: float, radius: float, cap: int, count: wp.array(dtype=wp.int32),
+              items: wp.array(dtype=wp.int32)):
+    if d >= 0.0 and d < radius:
+        slot = wp.atomic_add(count, e, 1)
+        if slot < cap:
+            items[e * cap + slot] = f
+        slot = wp.atomic_add(count, f, 1)
+        if slot < cap:
+            items[f * cap + slot] = e
+
+
+@wp.func
+def vt_record(v: int, t: int, d: float, radius: float, cap: int, count: wp.array(dtype=wp.int32),
+              items: wp.array(dtype=wp.int32)):
+    if d >= 0.0 and d < radius:
+        slot = wp.atomic_add(count, v, 1)
+        if slot < cap:
+            items[v * cap + slot] = t
+
+
+@wp.kernel
+def ee_box(bvh: wp.uint64, points: wp.array(dtype=wp.vec3), edges: wp.array2d(dtype=wp.int32), weld: wp.array(dtype=wp.int32),
+           rest: wp.array(dtype=wp.vec3), panel: wp.array(dtype=wp.int32), rr: float, r: float, cap: int,
+           count: wp.array(dtype=wp.int32), items: wp.array(dtype=wp.int32)):
+    e = wp.tid()
+    i0 = edges[e, 0]
+    i1 = edges[e, 1]
+    p0 = points[i0]
+    p1 = points[i1]
+    q = wp.bvh_query_aabb(bvh, wp.min(p0, p1) - wp.vec3(r), wp.max(p0, p1) + wp.vec3(r))
+    f = int(0)
+    while wp.bvh_query_next(q, f):
+        d, j0, j1 = edge_pair_distance(e, f, i0, i1, p0, p1, points, edges, weld, rest, panel, rr)
+        ee_record(e, f, d, r, cap, count, items)
+
+
+@wp.kernel
+def ee_capsule(bvh: wp.uint64, points: wp.array(dtype=wp.vec3), edges: wp.array2d(dtype=wp.int32), weld: wp.array(dtype=wp.int32),
+               rest: wp.array(dtype=wp.vec3), panel: wp.array(dtype=wp.int32), rr: float, r: float, cap: int,
+               count: wp.array(dtype=wp.int32), items: wp.array(dtype=wp.int32)):
+    e = wp.tid()
+    i0 = edges[e, 0]
+    i1 = edges[e, 1]
+    p0 = points[i0]
+    p1 = points[i1]
+    q = wp.bvh_query_capsule(bvh, p0, p1 - p0, r)
+    f = int(0)
+    while wp.bvh_query_next(q, f, 1.0):
+        d, j0, j1 = edge_pair_distance(e, f, i0, i1, p0, p1, points, edges, weld, rest, panel, rr)
+        ee_record(e, f, d, r, cap, count, items)
+
+
+@wp.kernel
+def pack_edges(edges: wp.array2d(dtype=wp.int32), weld: wp.array(dtype=wp.int32), packed: wp.array(dtype=wp.vec4i)):
+    e = wp.tid()
+    packed[e] = wp.vec4i(edges[e, 0], edges[e, 1], weld[edges[e, 0]], weld[edges[e, 1]])
+
+
+@wp.kernel
+def ee_packed(bvh: wp.uint64, points: wp.array(dtype=wp.vec3), packed: wp.array(dtype=wp.vec4i),
+              rest: wp.array(dtype=wp.vec3), panel: wp.array(dtype=wp.int32), rr: float, r: float, cap: int,
+              count: wp.array(dtype=wp.int32), items: wp.array(dtype=wp.int32)):
+    e = wp.tid()
+    a = packed[e]
+    p0 = points[a[0]]
+    p1 = points[a[1]]
+    q = wp.bvh_query_aabb(bvh, wp.min(p0, p1) - wp.vec3(r), wp.max(p0, p1) + wp.vec3(r))
+    f = int(0)
+    while wp.bvh_query_next(q, f):
+        if f <= e:
+            continue
+        b = packed[f]
+        if b[2] == a[2] or b[2] == a[3] or b[3] == a[2] or b[3] == a[3]:
+            continue
+        if rr > 0.0:
+            if rest_neighbour_edges(a[0], a[1], b[0], b[1], rest, panel, rr):
+                continue
+        s, u, d = closest_points_edge_edge(p0, p1, points[b[0]], points[b[1]])
+        ee_record(e, f, d, r, cap, count, items)
+
+
+@wp.kernel
+def ee_tiled(bvh: wp.uint64, points: wp.array(dtype=wp.vec3), edges: wp.array2d(dtype=wp.int32), weld: wp.array(dtype=wp.int32),
+             rest: wp.array(dtype=wp.vec3), panel: wp.array(dtype=wp.int32), rr: float, r: float, cap: int,
+             count: wp.array(dtype=wp.int32), items: wp.array(dtype=wp.int32)):
+    e, lane = wp.tid()
+    i0 = edges[e, 0]
+    i1 = edges[e, 1]
+    p0 = points[i0]
+    p1 = points[i1]
+    q = wp.tile_bvh_query_aabb(bvh, wp.min(p0, p1) - wp.vec3(r), wp.max(p0, p1) + wp.vec3(r))
+    while wp.tile_query_valid(q):
+        f = wp.untile(wp.tile_bvh_query_next(q))
+        if f >= 0:
+            d, j0, j1 = edge_pair_distance(e, f, i0, i1, p0, p1, points, edges, weld, rest, panel, rr)
+            ee_record(e, f, d, r, cap, count, items)
+
+
+@wp.kernel
+def vt_box(bvh: wp.uint64, points: wp.array(dtype=wp.vec3), triangles: wp.array2d(dtype=wp.int32), weld: wp.array(dtype=wp.int32),
+           rest: wp.array(dtype=wp.vec3), panel: wp.array(dtype=wp.int32), rr: float, r: float, cap: int,
+           count: wp.array(dtype=wp.int32), items: wp.array(dtype=wp.int32)):
+    v = wp.tid()
+    p = points[v]
+    q = wp.bvh_query_aabb(bvh, p - wp.vec3(r), p + wp.vec3(r))
+    t = int(0)
+    wv = weld[v]
+    while wp.bvh_query_next(q, t):
+        vt_record(v, t, vt_pair(v, t, p, wv, points, triangles, weld, rest, panel, rr, r), r, cap, count, items)
+
+
+@wp.kernel
+def vt_sphere(bvh: wp.uint64, points: wp.array(dtype=wp.vec3), triangles: wp.array2d(dtype=wp.int32), weld: wp.array(dtype=wp.int32),
+              rest: wp.array(dtype=wp.vec3), panel: wp.array(dtype=wp.int32), rr: float, r: float, cap: int,
+              count: wp.array(dtype=wp.int32), items: wp.array(dtype=wp.int32)):
+    v = wp.tid()
+    p = points[v]
+    q = wp.bvh_query_sphere(bvh, p, r)
+    t = int(0)
+    wv = weld[v]
+    while wp.bvh_query_next(q, t):
+        vt_record(v, t, vt_pair(v, t, p, wv, points, triangles, weld, rest, panel, rr, r), r, cap, count, items)
+
+
+@wp.kernel
+def vt_tiled(bvh: wp.uint64, points: wp.array(dtype=wp.vec3), triangles: wp.array2d(dtype=wp.int32), weld: wp.array(dtype=wp.int32),
+             rest: wp.array(dtype=wp.vec3), panel: wp.array(dtype=wp.int32), rr: float, r: float, cap: int,
+             count: wp.array(dtype=wp.int32), items: wp.array(dtype=wp.int32)):
+    v, lane = wp.tid()
+    p = points[v]
+    wv = weld[v]
+    q = wp.tile_bvh_query_aabb(bvh, p - wp.vec3(r), p + wp.vec3(r))
+    while wp.tile_query_valid(q):
+        t = wp.untile(wp.tile_bvh_query_next(q))
+        if t >= 0:
+            vt_record(v, t, vt_pair(v, t, p, wv, points, triangles, weld, rest, panel, rr, r), r, cap, count, items)
+
+
+@wp.kernel
+def ee_tiled_packed(bvh: wp.uint64, points: wp.array(dtype=wp.vec3), packed: wp.array(dtype=wp.vec4i),
+                    rest: wp.array(dtype=wp.vec3), panel: wp.array(dtype=wp.int32), rr: float, r: float, cap: int,
+                    count: wp.array(dtype=wp.int32), items: wp.array(dtype=wp.int32)):
+    e, lane = wp.tid()
+    a = packed[e]
+    p0 = points[a[0]]
+    p1 = points[a[1]]
+    q = wp.tile_bvh_query_aabb(bvh, wp.min(p0, p1) - wp.vec3(r), wp.max(p0, p1) + wp.vec3(r))
+    while wp.tile_query_valid(q):
+        f = wp.untile(wp.tile_bvh_query_next(q))
+        if f > e:
+            b = packed[f]
+            if b[2] != a[2] and b[2] != a[3] and b[3] != a[2] and b[3] != a[3]:
+                keep = True
+                if rr > 0.0:
+                    if rest_neighbour_edges(a[0], a[1], b[0], b[1], rest, panel, rr):
+                        keep = False
+                if keep:
+                    s, u, d = closest_points_edge_edge(p0, p1, points[b[0]], points[b[1]])
+                    ee_record(e, f, d, r, cap, count, items)
+
+
+@wp.kernel
+def pack_triangles(triangles: wp.array2d(dtype=wp.int32), weld: wp.array(dtype=wp.int32), tri4: wp.array(dtype=wp.vec4i),
+                   weld4: wp.array(dtype=wp.vec4i)):
+    t = wp.tid()
+    tri4[t] = wp.vec4i(triangles[t, 0], triangles[t, 1], triangles[t, 2], 0)
+    weld4[t] = wp.vec4i(weld[triangles[t, 0]], weld[triangles[t, 1]], weld[triangles[t, 2]], 0)
+
+
+@wp.kernel
+def vt_tiled_packed(bvh: wp.uint64, points: wp.array(dtype=wp.vec3), tri4: wp.array(dtype=wp.vec4i),
+                    weld4: wp.array(dtype=wp.vec4i), weld: wp.array(dtype=wp.int32),
+                    rest: wp.array(dtype=wp.vec3), panel: wp.array(dtype=wp.int32), rr: float, r: float, cap: int,
+                    count: wp.array(dtype=wp.int32), items: wp.array(dtype=wp.int32)):
+    v, lane = wp.tid()
+    p = points[v]
+    wv = weld[v]
+    q = wp.tile_bvh_query_aabb(bvh, p - wp.vec3(r), p + wp.vec3(r))
+    while wp.tile_query_valid(q):
+        t = wp.untile(wp.tile_bvh_query_next(q))
+        if t >= 0:
+            w = weld4[t]
+            if w[0] != wv and w[1] != wv and w[2] != wv:
+                c = tri4[t]
+                cp, bw = closest_point_triangle(p, points[c[0]], points[c[1]], points[c[2]])
+                d = wp.length(p - cp)
+                if d < r and rr > 0.0:
+                    if rest_neighbour_triangle(v, c[0], c[1], c[2], rest, panel, rr):
+                        d = -1.0
+                vt_record(v, t, d, r, cap, count, items)
+
+
+def timed(fn, device, repeats):
+    fn()
+    wp.synchronize_device(device)
+    ts = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        wp.synchronize_device(device)
+        ts.append((time.perf_counter() - t0) * 1e3)
+    return float(np.median(ts))
+
+
+def run_size(cs, a, n):
+    from clothsim.collision._arrays import query_block_dim
+
+    sa = parse_args(["--device", a.device])
+    mat = material_from(sa)
+    scene = Scene(cs, "fold", n, 1.0, mat)
+    runner = ClothsimRunner(cs, scene, mat, a.device, sa.substeps, initial_guess_for(sa, "fold"), sa.chebyshev_rho,
+                            sa.membrane_hessian, chebyshev_cap=sa.chebyshev_cap)
+    runner.build(a.iterations)
+    for _ in range(a.frames):
+        runner.step()
+    wp.synchronize_device(a.device)
+    solver = runner.sim.solver
+    det = solver.self_contacts.detector
+    dev = det.device
+    det.detect(solver.x_prev, det.last_radius, rebuild=True, rest_radius=det.last_radius)
+    r = det.last_radius
+    rr = r  # the solver's rest radius is its search radius
+    cap = 4 * max(det.ee_capacity, det.vt_capacity)
+    ne, nv = det.edge_count, det.vertex_count
+    count_e = wp.zeros(ne, dtype=wp.int32, device=dev)
+    items_e = wp.zeros(ne * cap, dtype=wp.int32, device=dev)
+    count_v = wp.zeros(nv, dtype=wp.int32, device=dev)
+    items_v = wp.zeros(nv * cap, dtype=wp.int32, device=dev)
+    packed = wp.zeros(ne, dtype=wp.vec4i, device=dev)
+    wp.launch(pack_edges, ne, inputs=[det.edges, det.weld], outputs=[packed], device=dev)
+    bvhs = {"lbvh": (det.edge_bvh, det.triangle_bvh)}
+    for name, kw in (("leaf2", {"leaf_size": 2}), ("leaf4", {"leaf_size": 4}), ("cubql", {"constructor": "cubql"})):
+        try:
+            bvhs[name] = (wp.Bvh(det.edge_lowers, det.edge_uppers, **kw),
+                          wp.Bvh(det.triangle_lowers, det.triangle_uppers, **kw))
+        except Exception as exc:  # a constructor this device or build lacks
+            print(f"  BVH {name}: {exc}")
+    bd_e, bd_v = query_block_dim(dev, ne), query_block_dim(dev, nv)
+    common_e = [det.points, det.edges, det.weld, det.rest, det.panel, rr, r, cap]
+    common_v = [det.points, det.triangles, det.weld, det.rest, det.panel, rr, r, cap]
+
+    tri4 = wp.zeros(det.triangle_count, dtype=wp.vec4i, device=dev)
+    weld4 = wp.zeros(det.triangle_count, dtype=wp.vec4i, device=dev)
+    wp.launch(pack_triangles, det.triangle_count, inputs=[det.triangles, det.weld], outputs=[tri4, weld4], device=dev)
+    packed_e = [det.points, packed, det.rest, det.panel, rr, r, cap]
+    packed_v = [det.points, tri4, weld4, det.weld, det.rest, det.panel, rr, r, cap]
+
+    def ee(kernel, bvh, args=None, tiled=False, block=TILE):
+        def fn():
+            count_e.zero_()
+            args_ = [bvh.id, *(args or common_e)]
+            if tiled:
+                wp.launch_tiled(kernel, dim=[ne], inputs=args_, outputs=[count_e, items_e], block_dim=block, device=dev)
+            else:
+                wp.launch(kernel, ne, inputs=args_, outputs=[count_e, items_e], block_dim=bd_e, device=dev)
+        return fn
+
+    def vt(kernel, bvh, tiled=False, args=None, block=TILE):
+        def fn():
+            count_v.zero_()
+            args_ = [bvh.id, *(args or common_v)]
+            if tiled:
+                wp.launch_tiled(kernel, dim=[nv], inputs=args_, outputs=[count_v, items_v], block_dim=block, device=dev)
+            else:
+                wp.launch(kernel, nv, inputs=args_, outputs=[count_v, items_v], block_dim=bd_v, device=dev)
+        return fn
+
+    def prod_ee():
+        det.ee_count.zero_()
+        det._edge_edge_lists([det.weld, det.rest, det.panel, rr, r], [det.overflow, det.required], det.min_dist)
+
+    def prod_vt():
+        det.tv_count.zero_()
+        det.tv_need.zero_()
+        det._vertex_triangle_lists([det.weld, det.rest, det.panel, rr, r], 0.0, [det.overflow, det.required])
+
+    eb, tb = bvhs["lbvh"]
+    variants = [("ee", "prod", prod_ee, lambda: int(det.ee_count.numpy().sum()))]
+    pairs_e = lambda: int(count_e.numpy().sum())  # noqa: E731
+    pairs_v = lambda: int(count_v.numpy().sum())  # noqa: E731
+    variants += [("ee", "box", ee(ee_box, eb), pairs_e), ("ee", "capsule", ee(ee_capsule, eb), pairs_e),
+                 ("ee", "packed", ee(ee_packed, eb, [det.points, packed, det.rest, det.panel, rr, r, cap]), pairs_e)]
+    variants += [("ee", name, ee(ee_box, bvhs[name][0]), pairs_e) for name in ("leaf2", "leaf4", "cubql") if name in bvhs]
+    if dev.is_cuda or TILED_ON_CPU:
+        variants.append(("ee", "tiled", ee(ee_tiled, eb, tiled=True), pairs_e))
+        variants += [("ee", f"tiled_packed{b}", ee(ee_tiled_packed, eb, packed_e, tiled=True, block=b), pairs_e)
+                     for b in (16, 32, 64)]
+    variants += [("vt", "prod", prod_vt, lambda: int(det.vt_count.numpy().sum())),
+                 ("vt", "box", vt(vt_box, tb), pairs_v), ("vt", "sphere", vt(vt_sphere, tb), pairs_v)]
+    variants += [("vt", name, vt(vt_box, bvhs[name][1]), pairs_v) for name in ("leaf2", "leaf4", "cubql") if name in bvhs]
+    if dev.is_cuda or TILED_ON_CPU:
+        variants.append(("vt", "tiled", vt(vt_tiled, tb, tiled=True), pairs_v))
+        variants += [("vt", f"tiled_packed{b}", vt(vt_tiled_packed, tb, tiled=True, args=packed_v, block=b), pairs_v)
+                     for b in (16, 32, 64)]
+    rows = []
+    ref = {}
+    for kind, name, fn, pairs in variants:
+        try:
+            ms = timed(fn, dev, a.repeats)
+        except Exception as exc:
+            print(f"  {kind} {name}: failed: {exc}")
+            continue
+        p = pairs()
+        ref.setdefault(kind, p)
+        rows.append({"N": n, "search": kind, "variant": name, "ms": ms, "pairs": p, "same_pairs": p == ref[kind]})
+        print(f"  N = {n} {kind} {name:8s} {ms:8.3f} ms  pairs {p}{'' if p == ref[kind] else '  MISMATCH'}", flush=True)
+    runner.sim.release()
+    return rows
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--device", default="cuda:0")
+    ap.add_argument("--sizes", default="128,256")
+    ap.add_argument("--frames", type=int, default=20, help="fold frames stepped before the searches are timed")
+    ap.add_argument("--iterations", type=int, default=2)
+    ap.add_argument("--repeats", type=int, default=21)
+    ap.add_argument("--json", default=None)
+    a = ap.parse_args(argv)
+    wp.config.quiet = True
+    import clothsim as cs
+
+    rows = []
+    for n in (int(s) for s in a.sizes.split(",")):
+        rows += run_size(cs, a, n)
+    print("\n| N | search | variant | ms | pairs |\n|---:|---|---|---:|---:|")
+    for r in rows:
+        print(f"| {r['N']} | {r['search']} | {r['variant']} | {r['ms']:.3f} | {r['pairs']}{'' if r['same_pairs'] else ' (differs)'} |")
+    if a.json:
+        save_json(a.json, {"device": a.device, "warp": wp.__version__, "frames": a.frames, "rows": rows})
+
+
+if __name__ == "__main__":
+    main()
