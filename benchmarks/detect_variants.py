@@ -26,6 +26,7 @@ import warp as wp
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from sim_grid import ClothsimRunner, Scene, initial_guess_for, material_from, parse_args, save_json  # noqa: E402
 
+import clothsim.collision.self_contact_kernels as det_kernels  # noqa: E402
 from clothsim.collision.contact_funcs import closest_point_triangle, closest_points_edge_edge  # noqa: E402
 from clothsim.collision.self_contact_kernels import (edge_pair_distance, rest_neighbour_edges,  # noqa: E402
                                                      rest_neighbour_triangle)
@@ -331,10 +332,29 @@ def run_size(cs, a, n):
         det.tv_need.zero_()
         det._vertex_triangle_lists([det.weld, det.rest, det.panel, rr, r], 0.0, [det.overflow, det.required])
 
+    from clothsim.collision.contact_lists import rank_lists_kernel
+    from clothsim.collision.self_contact import EE
+
+    def prod_ee_kernel():  # the solver's edge-edge search without putting the lists in order
+        det.ee_count.zero_()
+        if det.tiled:
+            wp.launch_tiled(det_kernels.edge_edge_tiled_kernel, dim=[ne],
+                            inputs=[det.edge_bvh.id, det.points, det.edge_info, det.rest, det.panel, rr, r, det.ee_capacity],
+                            outputs=[det.ee_count, det.ee_append, det.min_dist], block_dim=det_kernels.TILE_LANES, device=dev)
+
+    def rank_ee(lanes):
+        def fn():
+            wp.launch(rank_lists_kernel, dim=ne * lanes, inputs=[det.ee_capacity, EE, lanes, det.ee_count, det.ee_count,
+                                                                 det.ee_append], outputs=[det.ee_edge, det.overflow, det.required], device=dev)
+        return fn
+
     eb, tb = bvhs["lbvh"]
     variants = [("ee", "prod", prod_ee, lambda: int(det.ee_count.numpy().sum()))]
     pairs_e = lambda: int(count_e.numpy().sum())  # noqa: E731
     pairs_v = lambda: int(count_v.numpy().sum())  # noqa: E731
+    if det.tiled:
+        variants.append(("ee", "prod_kernel", prod_ee_kernel, lambda: int(det.ee_count.numpy().sum())))
+        variants += [("rank", f"ee_lanes{k}", rank_ee(k), lambda: int(det.ee_count.numpy().sum())) for k in (8, 16, 32)]
     variants += [("ee", "box", ee(ee_box, eb), pairs_e), ("ee", "capsule", ee(ee_capsule, eb), pairs_e),
                  ("ee", "packed", ee(ee_packed, eb, [det.points, packed, det.rest, det.panel, rr, r, cap]), pairs_e)]
     variants += [("ee", name, ee(ee_box, bvhs[name][0]), pairs_e) for name in ("leaf2", "leaf4", "cubql") if name in bvhs]
