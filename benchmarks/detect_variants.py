@@ -78,6 +78,7 @@ def vt_record(v: int, t: int, d: float, radius: float, cap: int, count: wp.array
 
 @wp.kernel
 def ee_box(bvh: wp.uint64, points: wp.array(dtype=wp.vec3), edges: wp.array2d(dtype=wp.int32), weld: wp.array(dtype=wp.int32),
+           packed: wp.array(dtype=wp.vec4i),
            rest: wp.array(dtype=wp.vec3), panel: wp.array(dtype=wp.int32), rr: float, r: float, cap: int,
            count: wp.array(dtype=wp.int32), items: wp.array(dtype=wp.int32)):
     e = wp.tid()
@@ -88,12 +89,14 @@ def ee_box(bvh: wp.uint64, points: wp.array(dtype=wp.vec3), edges: wp.array2d(dt
     q = wp.bvh_query_aabb(bvh, wp.min(p0, p1) - wp.vec3(r), wp.max(p0, p1) + wp.vec3(r))
     f = int(0)
     while wp.bvh_query_next(q, f):
-        d, j0, j1 = edge_pair_distance(e, f, i0, i1, p0, p1, points, edges, weld, rest, panel, rr)
+        d, j0, j1 = edge_pair_distance(e, f, wp.vec4i(i0, i1, weld[i0], weld[i1]), p0, p1, points, packed, rest,
+                                       panel, rr)
         ee_record(e, f, d, r, cap, count, items)
 
 
 @wp.kernel
 def ee_capsule(bvh: wp.uint64, points: wp.array(dtype=wp.vec3), edges: wp.array2d(dtype=wp.int32), weld: wp.array(dtype=wp.int32),
+           packed: wp.array(dtype=wp.vec4i),
                rest: wp.array(dtype=wp.vec3), panel: wp.array(dtype=wp.int32), rr: float, r: float, cap: int,
                count: wp.array(dtype=wp.int32), items: wp.array(dtype=wp.int32)):
     e = wp.tid()
@@ -104,7 +107,8 @@ def ee_capsule(bvh: wp.uint64, points: wp.array(dtype=wp.vec3), edges: wp.array2
     q = wp.bvh_query_capsule(bvh, p0, p1 - p0, r)
     f = int(0)
     while wp.bvh_query_next(q, f, 1.0):
-        d, j0, j1 = edge_pair_distance(e, f, i0, i1, p0, p1, points, edges, weld, rest, panel, rr)
+        d, j0, j1 = edge_pair_distance(e, f, wp.vec4i(i0, i1, weld[i0], weld[i1]), p0, p1, points, packed, rest,
+                                       panel, rr)
         ee_record(e, f, d, r, cap, count, items)
 
 
@@ -139,6 +143,7 @@ def ee_packed(bvh: wp.uint64, points: wp.array(dtype=wp.vec3), packed: wp.array(
 
 @wp.kernel
 def ee_tiled(bvh: wp.uint64, points: wp.array(dtype=wp.vec3), edges: wp.array2d(dtype=wp.int32), weld: wp.array(dtype=wp.int32),
+           packed: wp.array(dtype=wp.vec4i),
              rest: wp.array(dtype=wp.vec3), panel: wp.array(dtype=wp.int32), rr: float, r: float, cap: int,
              count: wp.array(dtype=wp.int32), items: wp.array(dtype=wp.int32)):
     e, lane = wp.tid()
@@ -150,7 +155,8 @@ def ee_tiled(bvh: wp.uint64, points: wp.array(dtype=wp.vec3), edges: wp.array2d(
     while wp.tile_query_valid(q):
         f = wp.untile(wp.tile_bvh_query_next(q))
         if f >= 0:
-            d, j0, j1 = edge_pair_distance(e, f, i0, i1, p0, p1, points, edges, weld, rest, panel, rr)
+            d, j0, j1 = edge_pair_distance(e, f, wp.vec4i(i0, i1, weld[i0], weld[i1]), p0, p1, points, packed, rest,
+                                           panel, rr)
             ee_record(e, f, d, r, cap, count, items)
 
 
@@ -286,7 +292,7 @@ def run_size(cs, a, n):
     items_v = wp.zeros(nv * cap, dtype=wp.int32, device=dev)
     packed = wp.zeros(ne, dtype=wp.vec4i, device=dev)
     wp.launch(pack_edges, ne, inputs=[det.edges, det.weld], outputs=[packed], device=dev)
-    bvhs = {"lbvh": (det.edge_bvh, det.triangle_bvh)}
+    bvhs = {"own": (det.edge_bvh, det.triangle_bvh)}  # the detector's (CPU: edge leaves of CPU_EDGE_LEAF)
     for name, kw in (("leaf2", {"leaf_size": 2}), ("leaf4", {"leaf_size": 4}), ("cubql", {"constructor": "cubql"})):
         try:
             bvhs[name] = (wp.Bvh(det.edge_lowers, det.edge_uppers, **kw),
@@ -294,7 +300,7 @@ def run_size(cs, a, n):
         except Exception as exc:  # a constructor this device or build lacks
             print(f"  BVH {name}: {exc}")
     bd_e, bd_v = query_block_dim(dev, ne), query_block_dim(dev, nv)
-    common_e = [det.points, det.edges, det.weld, det.rest, det.panel, rr, r, cap]
+    common_e = [det.points, det.edges, det.weld, packed, det.rest, det.panel, rr, r, cap]
     common_v = [det.points, det.triangles, det.weld, det.rest, det.panel, rr, r, cap]
 
     tri4 = wp.zeros(det.triangle_count, dtype=wp.vec4i, device=dev)
@@ -348,7 +354,7 @@ def run_size(cs, a, n):
                                                                  det.ee_append], outputs=[det.ee_edge, det.overflow, det.required], device=dev)
         return fn
 
-    eb, tb = bvhs["lbvh"]
+    eb, tb = bvhs["own"]
     variants = [("ee", "prod", prod_ee, lambda: int(det.ee_count.numpy().sum()))]
     pairs_e = lambda: int(count_e.numpy().sum())  # noqa: E731
     pairs_v = lambda: int(count_v.numpy().sum())  # noqa: E731

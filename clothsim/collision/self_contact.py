@@ -58,6 +58,10 @@ VT, TV, EE = 0, 1, 2
 # CPU, threaded detect(): the edge-edge search in this many chunks per thread, taken in turn (the fold at
 # N = 64: a thread's share of the search varies with where the cloth lies in layers)
 EE_CHUNKS_PER_THREAD = 8
+# CPU: edges per leaf of the edge BVH (a shallower tree, each leaf's boxes tested in a row: the piled fold's
+# edge-edge search at N = 64, 30 frames, 26.1 -> 23.4 ms in one thread, benchmarks/detect_variants.py; on the
+# H200 leaves of 2 or 4 were slower, 2.3 -> 3.0 ms at N = 128, so CUDA keeps 1)
+CPU_EDGE_LEAF = 4
 
 
 # --------------------------------------------------------------------------------------
@@ -242,7 +246,8 @@ class SelfContactDetector:
         pos = self._check_positions(as_vec3_array(positions, self.device))
         self._update_bounds(pos)
         self.triangle_bvh = wp.Bvh(self.triangle_lowers, self.triangle_uppers)
-        self.edge_bvh = wp.Bvh(self.edge_lowers, self.edge_uppers) if self.edge_count else None
+        self.edge_bvh = (wp.Bvh(self.edge_lowers, self.edge_uppers, leaf_size=CPU_EDGE_LEAF if self.device.is_cpu else 1)
+                         if self.edge_count else None)
 
     def rebuild(self):
         """Re-split the three BVHs on the bounds of the last :meth:`detect`, in place (no allocation)."""
@@ -413,8 +418,9 @@ class SelfContactDetector:
         n = min(self.edge_count, (workers + 1) * EE_CHUNKS_PER_THREAD)
         bounds = [(self.edge_count * k) // n for k in range(n + 1)]
         own = [(self._ee_need, self.min_dist), *zip(self._side_needs[:workers], self._side_mins[:workers])]
+        weld, rest, panel, rr, r = filt
         chunks = [[wp.launch(edge_edge_half_kernel, dim=b1 - b0,
-                             inputs=[self.edge_bvh.id, self.points, self.edges, *filt, self.ee_capacity, b0],
+                             inputs=[self.edge_bvh.id, self.points, self.edge_info, rest, panel, rr, r, self.ee_capacity, b0],
                              outputs=[self._half_count, self._half_edge, need, m], device=self.device, record_cmd=True)
                    for b0, b1 in zip(bounds, bounds[1:])] for need, m in own]
         self._chunk_launches = (key, chunks)
@@ -455,14 +461,13 @@ class SelfContactDetector:
         if not self.edge_count:
             return
         dev = self.device
+        weld, rest, panel, rr, r = filt
+        inputs = [self.edge_bvh.id, self.points, self.edge_info, rest, panel, rr, r, self.ee_capacity]
         if self.tiled:  # a block an edge (edge_edge_tiled_kernel)
-            weld, rest, panel, rr, r = filt
-            wp.launch_tiled(edge_edge_tiled_kernel, dim=[self.edge_count],
-                            inputs=[self.edge_bvh.id, self.points, self.edge_info, rest, panel, rr, r, self.ee_capacity],
+            wp.launch_tiled(edge_edge_tiled_kernel, dim=[self.edge_count], inputs=inputs,
                             outputs=[self.ee_count, self.ee_append, min_dist], block_dim=TILE_LANES, device=dev)
         else:
-            wp.launch(edge_edge_kernel, dim=self.edge_count,
-                      inputs=[self.edge_bvh.id, self.points, self.edges, *filt, self.ee_capacity],
+            wp.launch(edge_edge_kernel, dim=self.edge_count, inputs=inputs,
                       outputs=[self.ee_count, self.ee_append, min_dist], device=dev,
                       block_dim=query_block_dim(dev, self.edge_count))
         self._finish(self.ee_capacity, EE, self.ee_count, self.ee_count, self.ee_append, self.ee_edge, flags)

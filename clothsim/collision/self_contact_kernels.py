@@ -167,35 +167,29 @@ def vertex_triangle_kernel(
 
 
 @wp.func
-def edge_pair_distance(e: int, f: int, i0: int, i1: int, p0: wp.vec3, p1: wp.vec3, points: wp.array(dtype=wp.vec3),
-                       edges: wp.array2d(dtype=wp.int32), weld: wp.array(dtype=wp.int32), rest: wp.array(dtype=wp.vec3),
+def edge_pair_distance(e: int, f: int, a: wp.vec4i, p0: wp.vec3, p1: wp.vec3, points: wp.array(dtype=wp.vec3),
+                       edge_info: wp.array(dtype=wp.vec4i), rest: wp.array(dtype=wp.vec3),
                        panel: wp.array(dtype=wp.int32), rest_radius: float):
-    """Edge e = (i0, i1) at (p0, p1) against a BVH candidate f: the distance of their closest points, or -1 when
-    the pair is not tested here (f <= e: the lower edge tests each pair; sharing a vertex, also through a seam;
-    rest neighbours). Also f's endpoints."""
+    """Edge e (``a = edge_info[e]``: endpoints and their weld ids) at (p0, p1) against a BVH candidate f: the
+    distance of their closest points, or -1 when the pair is not tested here (f <= e: the lower edge tests each
+    pair; sharing a vertex, also through a seam; rest neighbours). Also f's endpoints."""
     if f <= e:
         return -1.0, 0, 0
-    j0 = edges[f, 0]
-    j1 = edges[f, 1]
-    a0 = weld[i0]
-    a1 = weld[i1]
-    b0 = weld[j0]
-    b1 = weld[j1]
-    if b0 == a0 or b0 == a1 or b1 == a0 or b1 == a1:
-        return -1.0, j0, j1
+    b = edge_info[f]
+    if b[2] == a[2] or b[2] == a[3] or b[3] == a[2] or b[3] == a[3]:
+        return -1.0, b[0], b[1]
     if rest_radius > 0.0:  # rest neighbours first: in a flat region most candidates, settled by cheap bounds
-        if rest_neighbour_edges(i0, i1, j0, j1, rest, panel, rest_radius):
-            return -1.0, j0, j1
-    s, u, d = closest_points_edge_edge(p0, p1, points[j0], points[j1])
-    return d, j0, j1
+        if rest_neighbour_edges(a[0], a[1], b[0], b[1], rest, panel, rest_radius):
+            return -1.0, b[0], b[1]
+    s, u, d = closest_points_edge_edge(p0, p1, points[b[0]], points[b[1]])
+    return d, b[0], b[1]
 
 
 @wp.kernel(module="unique", enable_backward=False)  # launched with query_block_dim: see its docstring
 def edge_edge_kernel(
     edge_bvh: wp.uint64,
     points: wp.array(dtype=wp.vec3),
-    edges: wp.array2d(dtype=wp.int32),
-    weld: wp.array(dtype=wp.int32),
+    edge_info: wp.array(dtype=wp.vec4i),
     rest: wp.array(dtype=wp.vec3),
     panel: wp.array(dtype=wp.int32),
     rest_radius: float,
@@ -207,32 +201,18 @@ def edge_edge_kernel(
 ):
     """Per edge e: edges f > e sharing no vertex with e within radius, appended to both e's and f's list
     (ee_count zeroed before; order fixed by ``finish_lists_kernel``); lowers min_dist of the four endpoints.
-    Each pair is tested once, by its lower edge."""
+    Each pair is tested once, by its lower edge. One thread a query (the CPU's; CUDA runs
+    :func:`edge_edge_tiled_kernel`)."""
     e = wp.tid()
-    i0 = edges[e, 0]
-    i1 = edges[e, 1]
-    p0 = points[i0]
-    p1 = points[i1]
+    a = edge_info[e]
+    p0 = points[a[0]]
+    p1 = points[a[1]]
     query = wp.bvh_query_aabb(edge_bvh, wp.min(p0, p1) - wp.vec3(radius), wp.max(p0, p1) + wp.vec3(radius))
     f = int(0)
     dmin = radius
-    a0 = weld[i0]
-    a1 = weld[i1]
     while wp.bvh_query_next(query, f):
-        # edge_pair_distance's tests, written out (CUDA's search as measured in session 21)
-        if f <= e:
-            continue
-        j0 = edges[f, 0]
-        j1 = edges[f, 1]
-        b0 = weld[j0]
-        b1 = weld[j1]
-        if b0 == a0 or b0 == a1 or b1 == a0 or b1 == a1:
-            continue
-        if rest_radius > 0.0:  # rest neighbours first: in a flat region most candidates, settled by cheap bounds
-            if rest_neighbour_edges(i0, i1, j0, j1, rest, panel, rest_radius):
-                continue
-        s, u, d = closest_points_edge_edge(p0, p1, points[j0], points[j1])
-        if d < radius:
+        d, j0, j1 = edge_pair_distance(e, f, a, p0, p1, points, edge_info, rest, panel, rest_radius)
+        if d >= 0.0 and d < radius:
             slot = wp.atomic_add(ee_count, e, 1)
             if slot < capacity:
                 ee_edge[e * capacity + slot] = f
@@ -243,16 +223,15 @@ def edge_edge_kernel(
             wp.atomic_min(min_dist, j0, d)
             wp.atomic_min(min_dist, j1, d)
     if dmin < radius:
-        wp.atomic_min(min_dist, i0, dmin)
-        wp.atomic_min(min_dist, i1, dmin)
+        wp.atomic_min(min_dist, a[0], dmin)
+        wp.atomic_min(min_dist, a[1], dmin)
 
 
 @wp.kernel(enable_backward=False)  # CPU only (threads of its own): the block size does not matter
 def edge_edge_half_kernel(
     edge_bvh: wp.uint64,
     points: wp.array(dtype=wp.vec3),
-    edges: wp.array2d(dtype=wp.int32),
-    weld: wp.array(dtype=wp.int32),
+    edge_info: wp.array(dtype=wp.vec4i),
     rest: wp.array(dtype=wp.vec3),
     panel: wp.array(dtype=wp.int32),
     rest_radius: float,
@@ -270,16 +249,15 @@ def edge_edge_half_kernel(
     is written (Warp's CPU atomics are plain reads and writes); ``edge_edge_scatter_kernel`` makes the
     two-sided lists afterwards, and the lengths they need are ``half_count`` plus every thread's ``upper_need``."""
     e = first + wp.tid()
-    i0 = edges[e, 0]
-    i1 = edges[e, 1]
-    p0 = points[i0]
-    p1 = points[i1]
+    a = edge_info[e]
+    p0 = points[a[0]]
+    p1 = points[a[1]]
     query = wp.bvh_query_aabb(edge_bvh, wp.min(p0, p1) - wp.vec3(radius), wp.max(p0, p1) + wp.vec3(radius))
     f = int(0)
     dmin = radius
     c = int(0)
     while wp.bvh_query_next(query, f):
-        d, j0, j1 = edge_pair_distance(e, f, i0, i1, p0, p1, points, edges, weld, rest, panel, rest_radius)
+        d, j0, j1 = edge_pair_distance(e, f, a, p0, p1, points, edge_info, rest, panel, rest_radius)
         if d >= 0.0 and d < radius:
             if c < capacity:
                 half_edge[e * capacity + c] = f
@@ -290,8 +268,8 @@ def edge_edge_half_kernel(
             wp.atomic_min(min_dist, j1, d)
     half_count[e] = c
     if dmin < radius:
-        wp.atomic_min(min_dist, i0, dmin)
-        wp.atomic_min(min_dist, i1, dmin)
+        wp.atomic_min(min_dist, a[0], dmin)
+        wp.atomic_min(min_dist, a[1], dmin)
 
 
 # --------------------------------------------------------------------------------------
