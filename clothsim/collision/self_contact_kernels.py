@@ -335,7 +335,6 @@ def vertex_triangle_tiled_kernel(
     v, lane = wp.tid()
     p = points[v]
     wv = weld[v]
-    dmin = radius  # this thread's nearest pair; the block's nearest lowers min_dist[v] once, at the end
     query = wp.tile_bvh_query_aabb(triangle_bvh, p - wp.vec3(radius), p + wp.vec3(radius))
     while wp.tile_query_valid(query):
         t = wp.untile(wp.tile_bvh_query_next(query))
@@ -361,15 +360,11 @@ def vertex_triangle_tiled_kernel(
                     slot = wp.atomic_add(vt_count, v, 1)
                     if slot < capacity:
                         vt_append[v * capacity + slot] = t
-                    dmin = wp.min(dmin, d)
+                    wp.atomic_min(min_dist, v, d)
                     wp.atomic_min(min_dist, c[0], d)
                     wp.atomic_min(min_dist, c[1], d)
                     wp.atomic_min(min_dist, c[2], d)
                     wp.atomic_add(tv_need, t, 1)
-    nearest = wp.tile_min(wp.tile(dmin))
-    if lane == 0:
-        if nearest[0] < radius:
-            wp.atomic_min(min_dist, v, nearest[0])
 
 
 @wp.kernel(module="unique", enable_backward=False)  # launched tiled (TILE_LANES threads a block): a module of its own
@@ -393,7 +388,6 @@ def edge_edge_tiled_kernel(
     a = edge_info[e]
     p0 = points[a[0]]
     p1 = points[a[1]]
-    dmin = radius  # this thread's nearest pair; the block's nearest lowers e's endpoints once, at the end
     query = wp.tile_bvh_query_aabb(edge_bvh, wp.min(p0, p1) - wp.vec3(radius), wp.max(p0, p1) + wp.vec3(radius))
     while wp.tile_query_valid(query):
         f = wp.untile(wp.tile_bvh_query_next(query))
@@ -413,11 +407,7 @@ def edge_edge_tiled_kernel(
                         slot = wp.atomic_add(ee_count, f, 1)
                         if slot < capacity:
                             ee_edge[f * capacity + slot] = e
-                        dmin = wp.min(dmin, d)
+                        wp.atomic_min(min_dist, a[0], d)
+                        wp.atomic_min(min_dist, a[1], d)
                         wp.atomic_min(min_dist, b[0], d)
                         wp.atomic_min(min_dist, b[1], d)
-    nearest = wp.tile_min(wp.tile(dmin))
-    if lane == 0:
-        if nearest[0] < radius:
-            wp.atomic_min(min_dist, a[0], nearest[0])
-            wp.atomic_min(min_dist, a[1], nearest[0])
