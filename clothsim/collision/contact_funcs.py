@@ -85,8 +85,11 @@ def closest_point_triangle(p: wp.vec3, a: wp.vec3, b: wp.vec3, c: wp.vec3):
         if db <= dc:
             return b, wp.vec3(0.0, 1.0, 0.0)
         return c, wp.vec3(0.0, 0.0, 1.0)
-    v = vb / s
-    w = vc / s
+    # s is the squared double area: on a crushed triangle (a folded pile presses some flat) it is a
+    # difference of rounded products and the quotients can leave [0, 1] by far; kept in the simplex, the
+    # weights (the contact force's shares) stay bounded
+    v = wp.clamp(vb / s, 0.0, 1.0)
+    w = wp.clamp(vc / s, 0.0, 1.0 - v)
     return a + ab * v + ac * w, wp.vec3(1.0 - v - w, v, w)
 
 
