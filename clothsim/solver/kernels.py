@@ -627,13 +627,19 @@ def chebyshev_kernel(
     x: wp.array(dtype=wp.vec3),
     prev: wp.array(dtype=wp.vec3),
     prev2: wp.array(dtype=wp.vec3),
+    ground_enabled: int,
+    ground_height: float,
+    x_prev: wp.array(dtype=wp.vec3),
 ):
-    """Chebyshev step after an iteration: x ← ω(x − x⁽ⁿ⁻²⁾) + x⁽ⁿ⁻²⁾; shift the history."""
+    """Chebyshev step after an iteration: x ← ω(x − x⁽ⁿ⁻²⁾) + x⁽ⁿ⁻²⁾, kept above the ground's floor
+    (:func:`above_floor`: the extrapolation can carry a vertex resting on it through it); shift the history."""
     t = wp.tid()
     for i in range(t * chunk, wp.min(t * chunk + chunk, count)):
         xn = x[i]
         if inv_mass[i] > 0.0:
             xn = omega * (xn - prev2[i]) + prev2[i]
+            if ground_enabled != 0:
+                xn = above_floor(xn, x_prev[i], ground_height)
             x[i] = xn
         prev2[i] = prev[i]
         prev[i] = xn
