@@ -273,9 +273,7 @@ def above_floor(xn: wp.vec3, xpi: wp.vec3, ground_height: float):
     that is above the plane, so the move stays inside the self-contact bound's ball around x_prev; from a
     start already under the plane (set from outside) the vertex may rise as far as its step takes it, and
     does not sink further."""
-    floor = ground_height
-    if xpi[1] < ground_height:
-        floor = wp.max(xpi[1], wp.min(xn[1], ground_height))
+    floor = wp.min(ground_height, xpi[1])
     if xn[1] < floor:
         return wp.vec3(xn[0], floor, xn[2])
     return xn
