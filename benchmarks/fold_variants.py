@@ -33,6 +33,8 @@ VARIANTS = {
     "adaptive": {"initial_guess": "adaptive"},
     "extrapolate": {"initial_guess": "extrapolate"},
     "stvk-block": {"membrane_hessian": "stvk"},
+    "delay-2": {"chebyshev_delay": 2},
+    "rho-0.8": {"chebyshev_rho": 0.8},
 }
 
 

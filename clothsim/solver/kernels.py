@@ -280,6 +280,25 @@ def above_floor(xn: wp.vec3, xpi: wp.vec3, ground_height: float):
 
 
 @wp.func
+def bounded(xn: wp.vec3, xpi: wp.vec3, i: int, self_enabled: int, min_dist: wp.array(dtype=float),
+            bound_fraction: float, ground_enabled: int, ground_height: float):
+    """``xn`` inside the self-contact conservative bound, then above the ground's floor: never farther from
+    the substep start ``xpi`` than ``bound_fraction`` of the distance to the nearest non-adjacent primitive
+    found at detection (He Chen et al. 2024), and not under the plane (:func:`above_floor`, which keeps a
+    point inside that ball). Every position a vertex takes in a substep passes here: the vertex solve's and
+    the Chebyshev extrapolation's, which from two points inside the ball can land outside it."""
+    if self_enabled != 0:
+        d = xn - xpi
+        dl = wp.length(d)
+        bound = bound_fraction * min_dist[i]
+        if dl > bound:
+            xn = xpi + d * (bound / dl)
+    if ground_enabled != 0:
+        xn = above_floor(xn, xpi, ground_height)
+    return xn
+
+
+@wp.func
 def vertex_update(
     i: int, f: wp.vec3, H: wp.mat33, x: wp.array(dtype=wp.vec3), x_prev: wp.array(dtype=wp.vec3),
     self_enabled: int, min_dist: wp.array(dtype=float), bound_fraction: float,
@@ -325,16 +344,7 @@ def vertex_update(
         if Ha[0, 0] + Ha[1, 1] + Ha[2, 2] > 0.0:
             dx1, ok1 = block_step(H + Ha, f + fa)
             xn = xi + dx1
-    if self_enabled != 0:
-        # conservative bound: never move farther from the substep start than a fraction of the
-        # distance to the nearest non-adjacent primitive found at detection
-        d = xn - xpi
-        dl = wp.length(d)
-        bound = bound_fraction * min_dist[i]
-        if dl > bound:
-            xn = xpi + d * (bound / dl)
-    if ground_enabled != 0:
-        xn = above_floor(xn, xpi, ground_height)
+    xn = bounded(xn, xpi, i, self_enabled, min_dist, bound_fraction, ground_enabled, ground_height)
     if jacobi == 0:
         x[i] = xn
     else:
@@ -342,7 +352,8 @@ def vertex_update(
         if cheb_omega != 1.0:
             xo = x_out[i]
             xh = cheb_omega * (xh - xo) + xo
-        x_out[i] = xh
+        # over-relaxation (relax > 1) and the extrapolation can leave the bound's ball and go under the floor
+        x_out[i] = bounded(xh, xpi, i, self_enabled, min_dist, bound_fraction, ground_enabled, ground_height)
 
 
 @wp.func_native(
@@ -628,16 +639,19 @@ def chebyshev_kernel(
     ground_enabled: int,
     ground_height: float,
     x_prev: wp.array(dtype=wp.vec3),
+    self_enabled: int,
+    min_dist: wp.array(dtype=float),
+    bound_fraction: float,
 ):
-    """Chebyshev step after an iteration: x ← ω(x − x⁽ⁿ⁻²⁾) + x⁽ⁿ⁻²⁾, kept above the ground's floor
-    (:func:`above_floor`: the extrapolation can carry a vertex resting on it through it); shift the history."""
+    """Chebyshev step after an iteration: x ← ω(x − x⁽ⁿ⁻²⁾) + x⁽ⁿ⁻²⁾, kept inside the self-contact bound and
+    above the ground's floor (:func:`bounded`: the extrapolation can carry a vertex out of the ball the bound
+    allows, and one resting on the ground through it); shift the history."""
     t = wp.tid()
     for i in range(t * chunk, wp.min(t * chunk + chunk, count)):
         xn = x[i]
         if inv_mass[i] > 0.0:
-            xn = omega * (xn - prev2[i]) + prev2[i]
-            if ground_enabled != 0:
-                xn = above_floor(xn, x_prev[i], ground_height)
+            xn = bounded(omega * (xn - prev2[i]) + prev2[i], x_prev[i], i, self_enabled, min_dist, bound_fraction,
+                         ground_enabled, ground_height)
             x[i] = xn
         prev2[i] = prev[i]
         prev[i] = xn

@@ -247,6 +247,7 @@ class SolverVBD:
         slots = len(self.colliders)
         nbend = len(m.host_bend)
         cpu_args = None
+        cheb_bound = None
         rho, delay = s.chebyshev_rho, s.chebyshev_delay
         # chebyshev_cap: ω never above its limit ω∞ = 2/(1 + √(1 − ρ²)) (the recurrence starts above it)
         omega_cap = 2.0 / (1.0 + math.sqrt(1.0 - rho * rho)) if s.chebyshev_cap else math.inf
@@ -323,8 +324,12 @@ class SolverVBD:
                 if cheb and j == 0:
                     wp.copy(self.cheb_prev, state.x)
                 elif cheb and j > 0:
+                    if cheb_bound is None:  # (self_enabled, min_dist, bound_fraction) of the solve's arguments
+                        sa = self.self_contacts.kernel_args() if self.self_contacts is not None else self._self_off_args
+                        cheb_bound = [sa[0], sa[10], sa[11]]
                     self._launch(K.chebyshev_kernel, n, [omega, m.inv_mass, state.x, self.cheb_prev, self.cheb_prev2,
-                                                         int(s.ground is not None), float(s.ground or 0.0), self.x_prev],
+                                                         int(s.ground is not None), float(s.ground or 0.0), self.x_prev,
+                                                         *cheb_bound],
                                  site=it)
             angles = nbend if sub + 1 < S else 0  # the next substep's start angles, within this frame
             self._launch(K.finish_substep_kernel, max(n, angles), [n, state.x, self.x_prev, h, state.v, self.bad, angles, m.bend,
