@@ -94,7 +94,7 @@ def test_detect_graph_capture_and_bitwise_determinism(device):
     cpu.detect(wp.array(x2, dtype=wp.vec3, device="cpu"), R)
     assert _sets(cpu) == _sets(det)
     # the appended lists (tv, ee) are finished in sorted order on both devices (CUDA ranks them,
-    # rank_lists_kernel; the CPU sorts them in place): the same entries in the same order
+    # rank_lists_warp_kernel; the CPU sorts them in place): the same entries in the same order
     cl, gl = cpu.lists_numpy(), det.lists_numpy()
     for k in ("tv", "ee"):
         assert all(np.array_equal(a, b) for a, b in zip(cl[k], gl[k])), k
@@ -129,3 +129,40 @@ def test_self_contact_solve_is_bitwise_deterministic(device):
     b, _ = run()
     assert pairs > 0
     np.testing.assert_array_equal(a, b)
+
+
+def test_warp_rank_lists_equal_the_insertion_sort():
+    """CUDA's list finish (rank_lists_warp_kernel: a warp a list, entries compared through shuffles) against
+    the CPU's insertion sort on the same appended lists: every length from empty to past the capacity (an
+    overflow, recorded with the length needed), across the 32-entry chunk edges (31, 32, 33, 64, 65), entries
+    distinct within a list, in random order and spread over the int32 range. Same counts, entries and order,
+    same overflow record."""
+    from clothsim.collision.contact_lists import finish_lists_kernel, rank_lists_warp_kernel
+
+    rng = np.random.default_rng(5)
+    cap, lists = 70, 300
+    need = rng.integers(0, cap + 6, lists).astype(np.int32)
+    need[:cap + 2] = np.arange(cap + 2)
+    items = np.zeros((lists, cap), np.int32)
+    for i, c in enumerate(need):
+        items[i, : min(c, cap)] = rng.choice(2**31 - 2, size=min(c, cap), replace=False)
+
+    def run(dev):
+        count = wp.array(need, dtype=wp.int32, device=dev)
+        appended = wp.array(items.ravel(), dtype=wp.int32, device=dev)
+        out = wp.zeros(lists * cap, dtype=wp.int32, device=dev)
+        flags = [wp.zeros(1, dtype=wp.int32, device=dev), wp.zeros(3, dtype=wp.int32, device=dev)]
+        if dev == "cpu":
+            wp.launch(finish_lists_kernel, dim=lists, inputs=[cap, 2, count], outputs=[count, appended, *flags],
+                      device=dev)
+            out = appended
+        else:
+            wp.launch(rank_lists_warp_kernel, dim=lists * 32, inputs=[cap, 2, count, count, appended],
+                      outputs=[out, *flags], device=dev)
+        c = count.numpy()
+        o = out.numpy().reshape(lists, cap)
+        return c.tolist(), [o[i, : c[i]].tolist() for i in range(lists)], [f.numpy().tolist() for f in flags]
+
+    ref = run("cpu")
+    assert ref[1] == [sorted(items[i, : min(c, cap)].tolist()) for i, c in enumerate(need)]
+    assert run("cuda:0") == ref

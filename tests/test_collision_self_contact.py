@@ -340,7 +340,8 @@ def test_simulator_over_face_setting_reaches_the_detector(cloth, device):
 
 
 def test_rank_lists_equal_the_insertion_sort():
-    """CUDA's list finish (rank_lists_kernel: several threads a list, each entry written to its rank) against
+    """The ranking list finish (rank_lists_kernel: several threads a list, each entry written to its rank; CUDA's
+    until session 25, now rank_lists_warp_kernel, checked in tests/test_collision_gpu.py) against
     the CPU's insertion sort, launched on the CPU on the same appended lists: lists of every length from empty
     to past the capacity (an overflow, recorded with the length needed), entries distinct within a list and
     in random order. Same counts, same entries in the same order, same overflow record."""

@@ -10,8 +10,8 @@ query tested in parallel), and the edge–edge search runs on a second stream be
 on the CPU one thread a query (the CPU's vt lists written in BVH traversal order, no appends). Appended lists
 are put in order afterwards, so every list is the same run to run: on the CPU sorted in place
 (``finish_lists_kernel``); on CUDA the appends go to lists of their own (``vt_append``, ``tv_append``,
-``ee_append``) and several threads a list write each entry to its rank in the final list
-(``rank_lists_kernel``; both kernels in :mod:`.contact_lists`). A list array holds at most ``MAX_LIST_ENTRIES`` entries (primitives × capacity):
+``ee_append``) and a warp a list writes each entry to its rank in the final list
+(``rank_lists_warp_kernel``; both kernels in :mod:`.contact_lists`). A list array holds at most ``MAX_LIST_ENTRIES`` entries (primitives × capacity):
 :meth:`SelfContactDetector.grow` past that raises :class:`clothsim.errors.SimulationError`.
 
 Array layouts (all int32 / float32 wp.arrays on the detector's device):
@@ -48,8 +48,8 @@ import warp as wp
 from ..cpu_threads import taker
 from ..errors import SimulationError
 from ._arrays import MAX_LIST_ENTRIES, as_index_array, as_vec3_array, query_block_dim
-from .contact_lists import (RANK_LANES, add_counts_kernel, edge_edge_scatter_kernel, finish_lists_kernel, merge_side_kernel,
-                            rank_lists_kernel, triangle_vertex_scatter_kernel)
+from .contact_lists import (add_counts_kernel, edge_edge_scatter_kernel, finish_lists_kernel, merge_side_kernel,
+                            rank_lists_warp_kernel, triangle_vertex_scatter_kernel)
 from .self_contact_kernels import (TILE_LANES, copy_points_kernel, edge_bounds_kernel, edge_edge_half_kernel,
                                    edge_edge_kernel, edge_edge_tiled_kernel, pack_edges_kernel, pack_triangles_kernel,
                                    triangle_bounds_kernel, vertex_triangle_kernel, vertex_triangle_tiled_kernel)
@@ -187,7 +187,7 @@ class SelfContactDetector:
         self.tv_vertex = wp.zeros(self.triangle_count * self.tv_capacity, dtype=wp.int32, device=dev)
         self.ee_edge = wp.zeros(self.edge_count * self.ee_capacity, dtype=wp.int32, device=dev)
         # where the atomic appends go: on CUDA lists of their own, ranked into vt_tri / tv_vertex / ee_edge
-        # (rank_lists_kernel); on the CPU the lists themselves, sorted in place (finish_lists_kernel; the CPU's
+        # (rank_lists_warp_kernel); on the CPU the lists themselves, sorted in place (finish_lists_kernel; the CPU's
         # one-thread vertex-triangle search writes its lists in BVH order, no appends)
         if dev.is_cuda:
             self.vt_append = wp.zeros_like(self.vt_tri)
@@ -429,8 +429,7 @@ class SelfContactDetector:
     def _finish(self, capacity, kind, need, count, appended, items, flags):
         dev = self.device
         if dev.is_cuda:
-            wp.launch(rank_lists_kernel, dim=count.shape[0] * RANK_LANES,
-                      inputs=[capacity, kind, RANK_LANES, need, count, appended],
+            wp.launch(rank_lists_warp_kernel, dim=count.shape[0] * 32, inputs=[capacity, kind, need, count, appended],
                       outputs=[items, *flags], device=dev)
         else:
             wp.launch(finish_lists_kernel, dim=count.shape[0], inputs=[capacity, kind, need],

@@ -329,7 +329,7 @@ def vertex_triangle_tiled_kernel(
     """:func:`vertex_triangle_kernel` with a block per vertex: the block's threads traverse the triangle BVH
     together (``wp.tile_bvh_query_aabb``) and each tests the candidates handed to it, appending the pairs to
     ``vt_append`` (``vt_count`` zeroed before: every pair counted, stored or not; put in order by
-    ``rank_lists_kernel``). The same pairs, tests and ``min_dist`` as the one-thread query. In a pile a vertex has
+    ``rank_lists_warp_kernel``). The same pairs, tests and ``min_dist`` as the one-thread query. In a pile a vertex has
     tens of candidates, so one thread a query left an H200 latency bound (fold, 30 frames: 0.59 → 0.28 ms at
     N = 128, 4.4 → 1.5 ms at N = 256; ``benchmarks/detect_variants.py``)."""
     v, lane = wp.tid()
