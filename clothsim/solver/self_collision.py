@@ -68,10 +68,16 @@ class SelfCollision:
         self.detector.detect(x_prev, self.query_radius, rebuild=rebuild, rest_radius=self.query_radius,
                              over_face_cos=self.over_face_cos, executor=executor, workers=max(1, self.workers))
 
+    def bound_args(self):
+        """(self_enabled, min_dist, bound_fraction): the conservative bound every position of a substep is held
+        to (kernels.bounded: the vertex solve's and the Chebyshev step's)."""
+        return [1, self.detector.min_dist, self.bound_fraction]
+
     def kernel_args(self):
         det = self.detector
-        return [1, det.vt_capacity, det.tv_capacity, det.ee_capacity, det.vt_count, det.vt_tri, det.tv_count,
-                det.tv_vertex, det.ee_count, det.ee_edge, det.min_dist, self.bound_fraction, self.vertex_color, self.x_iter]
+        on, min_dist, fraction = self.bound_args()
+        return [on, det.vt_capacity, det.tv_capacity, det.ee_capacity, det.vt_count, det.vt_tri, det.tv_count,
+                det.tv_vertex, det.ee_count, det.ee_edge, min_dist, fraction, self.vertex_color, self.x_iter]
 
     def nbytes(self) -> int:
         return self.detector.memory_bytes() + self.vertex_color.capacity + self.x_iter.capacity
@@ -94,8 +100,14 @@ def rest_space(model) -> np.ndarray:
     return np.concatenate(parts).astype(np.float32)
 
 
-def disabled_kernel_args(device):
-    """Placeholder arguments for the VBD kernel when self-collision is off (never read)."""
+def disabled_bound_args(device):
+    """:meth:`SelfCollision.bound_args` when self-collision is off (never read)."""
+    return [0, wp.zeros(1, dtype=float, device=device), 1.0]
+
+
+def disabled_kernel_args(device, bound=None):
+    """Placeholder arguments for the VBD kernel when self-collision is off (never read); ``bound``: those of
+    :func:`disabled_bound_args` to share."""
+    on, min_dist, fraction = bound or disabled_bound_args(device)
     i1 = wp.zeros(1, dtype=wp.int32, device=device)
-    return [0, 1, 1, 1, i1, i1, i1, i1, i1, i1, wp.zeros(1, dtype=float, device=device), 1.0, i1,
-            wp.zeros(1, dtype=wp.vec3, device=device)]
+    return [on, 1, 1, 1, i1, i1, i1, i1, i1, i1, min_dist, fraction, i1, wp.zeros(1, dtype=wp.vec3, device=device)]

@@ -19,7 +19,7 @@ from ..cpu_threads import taker
 from . import collider_planes as CP
 from . import kernels as K
 from . import collider_contacts as CC
-from .self_collision import SelfCollision, disabled_kernel_args
+from .self_collision import SelfCollision, disabled_bound_args, disabled_kernel_args
 
 # CUDA: a colour of at most TILE_MAX_VERTICES vertices is solved by a half warp (K.LANES = 16 threads) per
 # vertex, two vertices per warp, BLOCK_DIM threads per block; larger colours by one thread per vertex.
@@ -108,7 +108,8 @@ class SolverVBD:
         self.self_contacts = None
         if settings.self_collision:
             self.self_contacts = SelfCollision(model, settings)
-        self._self_off_args = disabled_kernel_args(d)
+        self._bound_off_args = disabled_bound_args(d)
+        self._self_off_args = disabled_kernel_args(d, self._bound_off_args)
         self.collider_contacts = None
         self._collider_off_args = CC.disabled_kernel_args(d)
         # frame backup (positions, velocities, last velocities) to redo a frame after a contact-list
@@ -247,7 +248,8 @@ class SolverVBD:
         slots = len(self.colliders)
         nbend = len(m.host_bend)
         cpu_args = None
-        cheb_bound = None
+        # (self_enabled, min_dist, bound_fraction): the Chebyshev step is held to the solve's bound too
+        cheb_bound = self.self_contacts.bound_args() if self.self_contacts is not None else self._bound_off_args
         rho, delay = s.chebyshev_rho, s.chebyshev_delay
         # chebyshev_cap: ω never above its limit ω∞ = 2/(1 + √(1 − ρ²)) (the recurrence starts above it)
         omega_cap = 2.0 / (1.0 + math.sqrt(1.0 - rho * rho)) if s.chebyshev_cap else math.inf
@@ -324,9 +326,6 @@ class SolverVBD:
                 if cheb and j == 0:
                     wp.copy(self.cheb_prev, state.x)
                 elif cheb and j > 0:
-                    if cheb_bound is None:  # (self_enabled, min_dist, bound_fraction) of the solve's arguments
-                        sa = self.self_contacts.kernel_args() if self.self_contacts is not None else self._self_off_args
-                        cheb_bound = [sa[0], sa[10], sa[11]]
                     self._launch(K.chebyshev_kernel, n, [omega, m.inv_mass, state.x, self.cheb_prev, self.cheb_prev2,
                                                          int(s.ground is not None), float(s.ground or 0.0), self.x_prev,
                                                          *cheb_bound],
