@@ -516,4 +516,5 @@ class SolverVBD:
         self.x_prev = self.y = self.normals = self.bad = self.theta_prev = self.cheb_prev = self.cheb_prev2 = self.x_jac = None
         self.ext_acc = self._ext_off = None
         self._self_off_args = []
+        self._bound_off_args = []
         self.c_point = self.c_normal = self.c_vel = self.c_active = None
