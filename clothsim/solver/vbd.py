@@ -328,7 +328,8 @@ class SolverVBD:
                 elif cheb and j > 0:
                     self._launch(K.chebyshev_kernel, n, [omega, m.inv_mass, state.x, self.cheb_prev, self.cheb_prev2,
                                                          int(s.ground is not None), float(s.ground or 0.0), self.x_prev,
-                                                         *cheb_bound],
+                                                         *cheb_bound, self.c_point, self.c_normal, self.c_active,
+                                                         slots],
                                  site=it)
             angles = nbend if sub + 1 < S else 0  # the next substep's start angles, within this frame
             self._launch(K.finish_substep_kernel, max(n, angles), [n, state.x, self.x_prev, h, state.v, self.bad, angles, m.bend,
