@@ -61,24 +61,34 @@ def test_collider_at_rest_after_its_move(device):
     sim.release()
 
 
-def test_threads_bit_identical_with_self_contact(device, monkeypatch):
-    """The fold: self contact (the contact search shared out, each colour split over the threads) gives the
-    same positions, bit for bit, with 1, 2 and 3 threads; the sheet really folds (pairs are found)."""
-    if device != "cpu":
-        pytest.skip("CPU threading")
-    from clothsim.solver import vbd
-
-    monkeypatch.setattr(vbd, "CPU_CONTACT_CHUNK_MIN", 32)  # split this small sheet's colours (96 vertices each)
-    n = 24
+def _leaning_sheet(n=24):
     base = cs.Cloth.grid(size=(0.3, 0.3), resolution=(n, n), center=(0.0, 0.16, 0.0), plane="xy")
     v = base.vertices.copy()
     v[:, 2] += 0.09 * (v[:, 1] - 0.01)  # leaning: it folds over as it lands
-    cloth = cs.Cloth.from_mesh(v, base.triangles, rest_uv=base.rest_uv)
+    return cs.Cloth.from_mesh(v, base.triangles, rest_uv=base.rest_uv)
+
+
+def test_threads_bit_identical_with_self_contact(device, monkeypatch):
+    """The fold: self contact (the contact search shared out, the colours swept by every thread at once,
+    meeting at a barrier after each colour: SolverVBD._solve_cpu_sweep) gives the same positions, bit for bit,
+    with 1, 2 and 3 threads; the sheet really folds (pairs are found). 3 threads sweep too here, more threads
+    than this 2-core machine has (the solver would split colour by colour instead: a thread waiting at the
+    barrier spins), which checks the barrier with an odd count and threads that are not all running."""
+    if device != "cpu":
+        pytest.skip("CPU threading")
+    import os
+
+    from clothsim.solver import vbd
+
+    monkeypatch.setattr(vbd, "CPU_CONTACT_CHUNK_MIN", 32)  # split this small sheet's colours (96 vertices each)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(8)))  # let 3 threads sweep
+    cloth = _leaning_sheet()
     out = []
     for threads in (1, 2, 3):
         sim = cs.Simulator(cloth, device="cpu", substeps=4, iterations=2, cpu_threads=threads, ground=0.0,
                            self_collision=True)
         assert sim.solver._cpu_split() and min(c for _, c in sim.model.color_ranges) >= 3 * 32
+        assert sim.solver._sweep_ok()
         sim.step(12)
         det = sim.solver.self_contacts.detector
         out.append((sim.positions(), int(det.ee_count.numpy().sum()), int(det.vt_count.numpy().sum())))
@@ -87,3 +97,31 @@ def test_threads_bit_identical_with_self_contact(device, monkeypatch):
     for o in out[1:]:
         np.testing.assert_array_equal(out[0][0], o[0])
         assert o[1:] == out[0][1:]
+
+
+def test_sweep_without_its_other_thread_raises(device, monkeypatch):
+    """A sweep thread that never arrives at a colour's barrier (here its launch is never run) does not hang
+    the solve: the waiting thread gives up after SWEEP_WAIT_CYCLES time-stamp cycles (a few seconds), and the
+    step raises an error that says so and how to avoid the threaded sweep."""
+    if device != "cpu":
+        pytest.skip("CPU threading")
+    import concurrent.futures
+
+    from clothsim.solver import vbd
+
+    monkeypatch.setattr(vbd, "CPU_CONTACT_CHUNK_MIN", 32)
+    sim = cs.Simulator(_leaning_sheet(), device="cpu", substeps=1, iterations=1, cpu_threads=2, ground=0.0,
+                       self_collision=True)
+    assert sim.solver._sweep_ok()
+
+    class Lost:  # an executor whose threads never run what they are given
+        def submit(self, fn, *args):
+            f = concurrent.futures.Future()
+            f.set_result(None)
+            return f
+
+    monkeypatch.setattr(sim.solver, "_workers", lambda: Lost())
+    monkeypatch.setattr(sim.solver, "_detect_pool", lambda: None)
+    with pytest.raises(RuntimeError, match="did not reach a colour's barrier"):
+        sim.step()
+    sim.release()

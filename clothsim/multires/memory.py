@@ -33,6 +33,7 @@ import numpy as np
 import warp as wp
 
 from ..solver.self_collision import detect_workers
+from ..solver.kernels import SWEEP_MAX_COLORS
 from ..solver.vbd import default_cpu_threads
 from ..topology import bending_stencils, unique_edges
 
@@ -173,8 +174,10 @@ def estimate_simulator_bytes(cloths, *, self_collision: bool, colliders=(), mode
     k = len(colliders)
     # x_prev, y, normals, two Chebyshev history buffers (vec3 each), bad flag, θ per hinge, placeholder arguments
     # (contacts off, external forces off: one vec3; collider feature pairs off: one vec4 edge normal), the
-    # Jacobi sweep's second iterate (one vec3 when sweeps are Gauss–Seidel)
+    # Jacobi sweep's second iterate (one vec3 when sweeps are Gauss–Seidel), the CPU sweep's colour offsets and
+    # barrier (int32, fixed sizes)
     scratch = 5 * 12 * n + 4 + 4 * b + (4 + 4) + (4 + 12 + 8) + 12 + 12 + 16 + 12 * (n if jacobi else 1)
+    scratch += 4 * (SWEEP_MAX_COLORS + 1) + 4 * (SWEEP_MAX_COLORS + 2)
     if self_collision or k:
         scratch += 3 * 12 * n  # frame backup
     collision = 40 * max(1, k) * n  # contact planes

@@ -466,7 +466,70 @@ LANES = 16
 WARP_LANES = 32
 
 
-def _make_vbd_solve_kernel(tiled: bool, pair_contacts: bool = True, whole_warp: bool = False):
+# CPU sweep (vbd_solve_sweep_kernel): at most this many colours (more: SolverVBD sweeps colour by colour), and
+# a bound on the chunks one thread takes of a colour (a loop bound only: it stops at the colour's end)
+SWEEP_MAX_COLORS = 60
+SWEEP_MAX_TAKES = 1 << 30
+# time-stamp cycles a thread waits at the sweep's barrier before it gives up and flags it (sync[1]): a few
+# seconds (the native code's constant; 2^31 spins where there is no time-stamp counter)
+SWEEP_WAIT_CYCLES = 1 << 33
+
+
+@wp.func_native(
+    """
+    #if defined(__CUDA_ARCH__)
+    return 0;
+    #else
+    return __atomic_fetch_add(sync.data + index, 1, __ATOMIC_ACQ_REL);
+    #endif
+    """
+)
+def _cpu_take(sync: wp.array(dtype=wp.int32), index: int) -> int: ...
+
+
+@wp.func_native(
+    """
+    #if defined(__CUDA_ARCH__)
+    return 1;
+    #else
+    __atomic_fetch_add(sync.data, 1, __ATOMIC_ACQ_REL);
+    #if defined(__x86_64__) || defined(__i386__)
+    const unsigned long long t0 = __builtin_ia32_rdtsc();
+    #endif
+    long long spins = 0;
+    while (__atomic_load_n(sync.data, __ATOMIC_ACQUIRE) < target) {
+        if (__atomic_load_n(sync.data + 1, __ATOMIC_ACQUIRE) != 0) {
+            return 0;
+        }
+        ++spins;
+        #if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+        if ((spins & 1023) == 0 && __builtin_ia32_rdtsc() - t0 > (1ULL << 33)) {
+            __atomic_store_n(sync.data + 1, 1, __ATOMIC_RELEASE);
+            return 0;
+        }
+        #else
+        if (spins > (1LL << 31)) {
+            __atomic_store_n(sync.data + 1, 1, __ATOMIC_RELEASE);
+            return 0;
+        }
+        #endif
+    }
+    return 1;
+    #endif
+    """
+)
+def _cpu_barrier(sync: wp.array(dtype=wp.int32), target: int) -> int:
+    """CPU threads of one sweep (each in its own Warp launch, run at once on worker threads; Warp's CPU atomics
+    are plain reads and writes, so these are the compiler's): arrive at the barrier in sync[0] and wait until
+    ``target`` threads have arrived; the release/acquire order makes every position a thread wrote before
+    arriving visible to the others after. A wait longer than 2^33 time-stamp cycles (a few seconds: a thread
+    that never came) sets the failure flag sync[1]; a thread that finds the flag set stops waiting. Returns 0
+    then, else 1."""
+    ...
+
+
+def _make_vbd_solve_kernel(tiled: bool, pair_contacts: bool = True, whole_warp: bool = False, sweep: bool = False):
     """The VBD vertex pass, in variants built from this one source.
 
     tiled = False: one thread per vertex (CPU, lanes = 1, one launch may sweep every colour in order;
@@ -477,6 +540,10 @@ def _make_vbd_solve_kernel(tiled: bool, pair_contacts: bool = True, whole_warp: 
     self contact) at code generation, for models without them: fewer registers, more resident warps.
     whole_warp = True (with tiled): a whole warp of WARP_LANES = 32 threads per vertex, for colours whose
     vertices carry many contact pairs (a folded cloth: up to ~200 pairs per vertex).
+    sweep = True (CPU, untiled): one launch per CPU thread sweeps every colour of a Gauss–Seidel iteration
+    (``color_count`` colours, from ``color_offsets``), the threads taking chunks of ``chunk`` vertices of a
+    colour in turn (``sync[2 + c]``) and meeting at a spin barrier (``sync[0]``) before the next colour:
+    one hand-off to the worker threads an iteration instead of one a colour (see SolverVBD._solve_cpu_sweep).
     Every variant but the CPU kernel with contact pairs gets a module of its own ("unique"), compiled
     only where it is launched: the tiled ones on CUDA only; the untiled one without contact pairs on the
     CPU for models without them (pinned 64×64 grid, 1 iteration: 40.3 against 42.3 ms a frame, 2-core
@@ -489,6 +556,12 @@ def _make_vbd_solve_kernel(tiled: bool, pair_contacts: bool = True, whole_warp: 
         color_count: int,
         lanes: int,
         chunk: int,
+        # sweep (CPU): colour c is color_vertices[color_offsets[c] : color_offsets[c + 1]]; ``threads`` threads
+        # meet at the barrier in sync[0], sync[1] flags a barrier that timed out, sync[2 + c] is colour c's
+        # next chunk (unused by the other variants)
+        color_offsets: wp.array(dtype=wp.int32),
+        sync: wp.array(dtype=wp.int32),
+        threads: int,
         # state
         x: wp.array(dtype=wp.vec3),
         x_prev: wp.array(dtype=wp.vec3),
@@ -573,86 +646,107 @@ def _make_vbd_solve_kernel(tiled: bool, pair_contacts: bool = True, whole_warp: 
         cheb_omega: float,
     ):
         tid = wp.tid()
-        # untiled: thread tid sweeps slots [tid·chunk, (tid + 1)·chunk) in order (on the CPU a thread's
-        # set-up, reading the ~90 arguments, costs ~10 ns: one thread per vertex spent it 4096 times a sweep)
-        s0 = tid
-        s1 = tid + 1
-        if wp.static(not tiled):
-            s0 = tid * chunk
-            s1 = wp.min(s0 + chunk, color_count)
-        for slot_ in range(s0, s1):
-            slot = slot_
-            lane = int(0)
-            step = int(1)  # lanes: a constant 1 lets the compiler make the untiled loops plain ones
-            if wp.static(tiled):
-                step = lanes
-                slot = tid // lanes
-                lane = tid - slot * lanes
-            valid = slot < color_count
-            i = int(0)
-            if valid:
-                i = color_vertices[color_start + slot]
-            ci = vertex_cloth[i]
-            r = mat_thickness[ci]
-            mu = mat_friction[ci]
-            inv_h = 1.0 / h
-            kd = contact_stiffness * contact_damping
-            fe = wp.vec3(0.0)
-            He = wp.mat33(0.0)
-            if valid:
-                fe, He = vertex_elastic(i, lane, step, x, x_prev, theta_prev, tri, tri_dm_inv, tri_area, v_tri_offsets,
-                                        v_tri, bend, bend_k, bend_rest, v_bend_offsets, v_bend, mat_coef[ci],
-                                        mat_damping[ci] * inv_h, nh_block)
-                if wp.static(pair_contacts):
-                    fc, Hc = vertex_pair_contacts(i, lane, step, x, x_prev, tri, v_tri_offsets, v_tri, edges,
-                                                  v_edge_offsets, v_edge, r, contact_stiffness, mu, h, friction_eps, kd,
-                                                  collider_enabled, cpts, cvel, cvn, cedges, cen, kce, ce_count, ce_edge,
-                                                  kct, ct_count, ct_vertex, self_enabled, kv, kt, ke, vt_count, vt_tri,
-                                                  tv_count, tv_vertex, ee_count, ee_edge, vertex_color, x_iter)
-                    fe = fe + fc
-                    He = He + Hc
-            if wp.static(tiled and whole_warp):
-                fe, He = warp_sum_block(fe, He)
-            elif wp.static(tiled):
-                fe, He = half_warp_sum_block(fe, He)
-            if wp.static(pair_contacts):
-                if collider_enabled != 0:
-                    # collider feature planes the step would cross (every lane needs the trial step: the
-                    # butterfly above left the sums in every lane)
-                    fa = wp.vec3(0.0)
-                    Ha = wp.mat33(0.0)
+        # the sweep variant's loops over colours and chunks; the others run each loop once (a static range of
+        # one, unrolled at code generation: the same code as without them)
+        for c in range(wp.static(SWEEP_MAX_COLORS if sweep else 1)):
+            cstart = color_start
+            ccount = color_count
+            if wp.static(sweep):
+                if c >= color_count:
+                    break
+                cstart = color_offsets[c]
+                ccount = color_offsets[c + 1] - cstart
+            # untiled: thread tid sweeps slots [tid·chunk, (tid + 1)·chunk) in order (on the CPU a thread's
+            # set-up, reading the ~90 arguments, costs ~10 ns: one thread per vertex spent it 4096 times a sweep)
+            s0 = tid
+            s1 = tid + 1
+            if wp.static(not tiled):
+                s0 = tid * chunk
+                s1 = wp.min(s0 + chunk, ccount)
+            for take_ in range(wp.static(SWEEP_MAX_TAKES if sweep else 1)):
+                if wp.static(sweep):  # the next chunk of this colour not taken by another thread
+                    s0 = _cpu_take(sync, 2 + c) * chunk
+                    s1 = wp.min(s0 + chunk, ccount)
+                for slot_ in range(s0, s1):
+                    slot = slot_
+                    lane = int(0)
+                    step = int(1)  # lanes: a constant 1 lets the compiler make the untiled loops plain ones
+                    if wp.static(tiled):
+                        step = lanes
+                        slot = tid // lanes
+                        lane = tid - slot * lanes
+                    valid = slot < ccount
+                    i = int(0)
                     if valid:
-                        fl, Hl = vertex_local(i, x, x_prev, y, normals, mass, vertex_area, spring, spring_k,
-                                              v_spring_offsets, v_spring, h, drag, wind, ground_enabled, ground_height, r,
-                                              contact_stiffness, mu, friction_eps, kd, c_point, c_normal, c_vel, c_active,
-                                              slots)
-                        Ht = Hl + He
-                        dx = wp.vec3(0.0)
-                        dx, ok = block_step(Ht, fl + fe)
-                        # a plane crossed by less than CROSS_MIN_FRACTION of the thickness is left to the next
-                        # iteration (the walk over the pairs again costs as much as the first one)
-                        if wp.length(dx) > CROSS_MIN_FRACTION * r:
-                            fa, Ha = collider_pair_crossings(i, lane, step, dx, x, x_prev, tri,
-                                                             v_tri_offsets, v_tri, edges, v_edge_offsets, v_edge, r,
-                                                             contact_stiffness, h, kd, cpts, cvel, cvn, cedges, cen, kce,
-                                                             ce_count, ce_edge, kct, ct_count, ct_vertex)
+                        i = color_vertices[cstart + slot]
+                    ci = vertex_cloth[i]
+                    r = mat_thickness[ci]
+                    mu = mat_friction[ci]
+                    inv_h = 1.0 / h
+                    kd = contact_stiffness * contact_damping
+                    fe = wp.vec3(0.0)
+                    He = wp.mat33(0.0)
+                    if valid:
+                        fe, He = vertex_elastic(i, lane, step, x, x_prev, theta_prev, tri, tri_dm_inv, tri_area, v_tri_offsets,
+                                                v_tri, bend, bend_k, bend_rest, v_bend_offsets, v_bend, mat_coef[ci],
+                                                mat_damping[ci] * inv_h, nh_block)
+                        if wp.static(pair_contacts):
+                            fc, Hc = vertex_pair_contacts(i, lane, step, x, x_prev, tri, v_tri_offsets, v_tri, edges,
+                                                          v_edge_offsets, v_edge, r, contact_stiffness, mu, h, friction_eps, kd,
+                                                          collider_enabled, cpts, cvel, cvn, cedges, cen, kce, ce_count, ce_edge,
+                                                          kct, ct_count, ct_vertex, self_enabled, kv, kt, ke, vt_count, vt_tri,
+                                                          tv_count, tv_vertex, ee_count, ee_edge, vertex_color, x_iter)
+                            fe = fe + fc
+                            He = He + Hc
                     if wp.static(tiled and whole_warp):
-                        fa, Ha = warp_sum_block(fa, Ha)
+                        fe, He = warp_sum_block(fe, He)
                     elif wp.static(tiled):
-                        fa, Ha = half_warp_sum_block(fa, Ha)
-                    fe = fe + fa
-                    He = He + Ha
-            if valid and lane == 0:
-                fl, Hl = vertex_local(i, x, x_prev, y, normals, mass, vertex_area, spring, spring_k, v_spring_offsets,
-                                      v_spring, h, drag, wind, ground_enabled, ground_height, r, contact_stiffness, mu,
-                                      friction_eps, kd, c_point, c_normal, c_vel, c_active, slots)
-                vertex_update(i, fl + fe, Hl + He, x, x_prev, self_enabled, min_dist, bound_fraction, ground_enabled,
-                              ground_height, r, contact_stiffness, h, kd, c_point, c_normal, c_vel, c_active, slots,
-                              jacobi, x_out, relax, cheb_omega)
+                        fe, He = half_warp_sum_block(fe, He)
+                    if wp.static(pair_contacts):
+                        if collider_enabled != 0:
+                            # collider feature planes the step would cross (every lane needs the trial step: the
+                            # butterfly above left the sums in every lane)
+                            fa = wp.vec3(0.0)
+                            Ha = wp.mat33(0.0)
+                            if valid:
+                                fl, Hl = vertex_local(i, x, x_prev, y, normals, mass, vertex_area, spring, spring_k,
+                                                      v_spring_offsets, v_spring, h, drag, wind, ground_enabled, ground_height, r,
+                                                      contact_stiffness, mu, friction_eps, kd, c_point, c_normal, c_vel, c_active,
+                                                      slots)
+                                Ht = Hl + He
+                                dx = wp.vec3(0.0)
+                                dx, ok = block_step(Ht, fl + fe)
+                                # a plane crossed by less than CROSS_MIN_FRACTION of the thickness is left to the next
+                                # iteration (the walk over the pairs again costs as much as the first one)
+                                if wp.length(dx) > CROSS_MIN_FRACTION * r:
+                                    fa, Ha = collider_pair_crossings(i, lane, step, dx, x, x_prev, tri,
+                                                                     v_tri_offsets, v_tri, edges, v_edge_offsets, v_edge, r,
+                                                                     contact_stiffness, h, kd, cpts, cvel, cvn, cedges, cen, kce,
+                                                                     ce_count, ce_edge, kct, ct_count, ct_vertex)
+                            if wp.static(tiled and whole_warp):
+                                fa, Ha = warp_sum_block(fa, Ha)
+                            elif wp.static(tiled):
+                                fa, Ha = half_warp_sum_block(fa, Ha)
+                            fe = fe + fa
+                            He = He + Ha
+                    if valid and lane == 0:
+                        fl, Hl = vertex_local(i, x, x_prev, y, normals, mass, vertex_area, spring, spring_k, v_spring_offsets,
+                                              v_spring, h, drag, wind, ground_enabled, ground_height, r, contact_stiffness, mu,
+                                              friction_eps, kd, c_point, c_normal, c_vel, c_active, slots)
+                        vertex_update(i, fl + fe, Hl + He, x, x_prev, self_enabled, min_dist, bound_fraction, ground_enabled,
+                                      ground_height, r, contact_stiffness, h, kd, c_point, c_normal, c_vel, c_active, slots,
+                                      jacobi, x_out, relax, cheb_omega)
+                if wp.static(sweep):
+                    if s1 >= ccount:
+                        break
+            if wp.static(sweep):  # every thread done with colour c before any starts the next
+                if _cpu_barrier(sync, (c + 1) * threads) == 0:
+                    break  # flagged in sync[1]: the solver raises
 
     if not tiled and pair_contacts:
         return wp.kernel(vbd_solve, name="vbd_solve_kernel")  # the CPU kernel, in this module
-    name = (("vbd_solve_warp" if whole_warp else "vbd_solve_half_warp") if tiled else "vbd_solve") + (
+    name = (("vbd_solve_warp" if whole_warp else "vbd_solve_half_warp") if tiled else
+            ("vbd_solve_sweep" if sweep else "vbd_solve")) + (
         "_kernel" if pair_contacts else "_elastic_kernel")
     return wp.kernel(vbd_solve, name=name, module="unique", enable_backward=False)
 
@@ -665,6 +759,8 @@ vbd_solve_half_warp_elastic_kernel = _make_vbd_solve_kernel(tiled=True, pair_con
 vbd_solve_warp_kernel = _make_vbd_solve_kernel(tiled=True, pair_contacts=True, whole_warp=True)
 vbd_solve_warp_elastic_kernel = _make_vbd_solve_kernel(tiled=True, pair_contacts=False, whole_warp=True)
 vbd_solve_elastic_kernel = _make_vbd_solve_kernel(tiled=False, pair_contacts=False)
+# CPU only: every colour of an iteration in one launch per thread (SolverVBD._solve_cpu_sweep)
+vbd_solve_sweep_kernel = _make_vbd_solve_kernel(tiled=False, sweep=True)
 
 
 @wp.kernel

@@ -103,6 +103,12 @@ class SolverVBD:
         self.ext_acc = None
         self._ext_off = wp.zeros(1, dtype=wp.vec3, device=d)
         self._free_count = sum(c for _, c in model.color_ranges)
+        # the CPU sweep's colour offsets (padded with the total: colours past the last are empty) and its
+        # barrier, failure flag and chunk counters (K.vbd_solve_sweep_kernel; passed, unused, to the others)
+        offsets = [start for start, _ in model.color_ranges] + [self._color_end()]
+        offsets += [offsets[-1]] * (K.SWEEP_MAX_COLORS + 1 - len(offsets))
+        self._sweep_offsets = wp.array(offsets[: K.SWEEP_MAX_COLORS + 1], dtype=wp.int32, device=d)
+        self._sweep_sync = wp.zeros(K.SWEEP_MAX_COLORS + 2, dtype=wp.int32, device=d)
         self.colliders: list = []
         self._alloc_contacts()
         self.self_contacts = None
@@ -311,7 +317,10 @@ class SolverVBD:
                     wp.copy(self.cheb_prev2, state.x)
                 if dev.is_cpu and cpu_args is None:
                     cpu_args = self._solve_args(state, h, slots)  # the same arrays and values all frame
-                if dev.is_cpu and self._cpu_threads() > 1 and self._cpu_split():
+                if dev.is_cpu and self._cpu_threads() > 1 and self._cpu_split() and self._sweep_ok():
+                    # every colour in one launch per thread, the threads meeting at a barrier after each
+                    self._solve_cpu_sweep(cpu_args, self._cpu_threads())
+                elif dev.is_cpu and self._cpu_threads() > 1 and self._cpu_split():
                     # each colour's vertices split over threads; colour by colour (same result, bit for bit)
                     for start, count in m.color_ranges:
                         self._solve_cpu(cpu_args, start, count, self._cpu_threads())
@@ -413,7 +422,7 @@ class SolverVBD:
             bounds = [start + (count * c) // n for c in range(n + 1)]
             kern = K.vbd_solve_kernel if self._pair_contacts() else K.vbd_solve_elastic_kernel
             launches = [wp.launch(kern, (b1 - b0 + CPU_SLOTS_PER_THREAD - 1) // CPU_SLOTS_PER_THREAD,
-                                  inputs=[m.color_vertices, b0, b1 - b0, 1, CPU_SLOTS_PER_THREAD, *args],
+                                  inputs=[*self._lead(b0, b1 - b0, 1, CPU_SLOTS_PER_THREAD), *args],
                                   device=m.device, record_cmd=True) for b0, b1 in zip(bounds, bounds[1:])]
             entry = (ids, launches, args)  # args: keeps the arrays (and so their ids) alive
             self._cpu_launches[key] = entry
@@ -430,6 +439,65 @@ class SolverVBD:
             take(launches)
         for f in futures:
             f.result()
+
+    def _color_end(self) -> int:
+        """One past the last free vertex in colour order."""
+        return self.model.color_ranges[-1][0] + self.model.color_ranges[-1][1] if self.model.color_ranges else 0
+
+    def _lead(self, start, count, lanes, chunk) -> list:
+        """The solve kernels' leading arguments: the colour's vertices [start, start + count), lanes per vertex,
+        vertices per thread, and the CPU sweep's offsets, barrier and thread count (0: not a sweep)."""
+        return [self.model.color_vertices, start, count, lanes, chunk, self._sweep_offsets, self._sweep_sync, 0]
+
+    def _sweep_ok(self) -> bool:
+        """Whether the CPU sweep (one launch per thread an iteration) applies: Gauss–Seidel with contact pairs
+        (the kernel variant it is built on), at most K.SWEEP_MAX_COLORS colours in colour order without gaps,
+        and no more threads than this process may run at once (a thread waiting at the barrier spins: one
+        without a core of its own would hold up the others until the scheduler moved it)."""
+        ranges = self.model.color_ranges
+        contiguous = all(a[0] + a[1] == b[0] for a, b in zip(ranges, ranges[1:]))
+        try:
+            cores = len(os.sched_getaffinity(0))
+        except AttributeError:  # not on Linux
+            cores = os.cpu_count() or 1
+        return (self._pair_contacts() and 0 < len(ranges) <= K.SWEEP_MAX_COLORS and contiguous
+                and self._cpu_threads() <= cores)
+
+    def _solve_cpu_sweep(self, args, threads) -> None:
+        """One Gauss–Seidel iteration over every colour on ``threads`` CPU threads: one recorded launch of
+        K.vbd_solve_sweep_kernel per thread (this one and the workers), each taking chunks of
+        CPU_SLOTS_PER_THREAD vertices of the current colour in turn and waiting at a spin barrier for the
+        others before the next colour. The colour-by-colour split (_solve_cpu per colour) handed work to
+        the worker thread once a colour, ~110 µs a hand-off on this 2-core machine (an empty submit and
+        result), as long as a 683-vertex colour takes in one thread; here once an iteration. A colour's
+        vertices read other colours' positions, written before the barrier, and same-colour partners at the
+        iteration's start (SelfCollision.x_iter), so the result is the same, bit for bit, as one thread's."""
+        m = self.model
+        key = ("sweep", threads)
+        entry = self._cpu_launches.get(key)
+        if entry is None or entry[2] is not args:
+            ids = tuple(_arg_key(a) for a in args)
+            if entry is None or entry[0] != ids:
+                lead = self._lead(0, len(m.color_ranges), 1, CPU_SLOTS_PER_THREAD)
+                lead[-1] = threads
+                launches = [wp.launch(K.vbd_solve_sweep_kernel, 1, inputs=[*lead, *args], device=m.device, record_cmd=True)
+                            for _ in range(threads)]
+                entry = (ids, launches, args)
+            else:
+                entry = (ids, entry[1], args)
+            self._cpu_launches[key] = entry
+        launches = entry[1]
+        self._sweep_sync.zero_()
+        futures = [self._workers().submit(cmd.launch) for cmd in launches[1:]]
+        try:
+            launches[0].launch()
+        finally:
+            for f in futures:
+                f.result()
+        if self._sweep_sync.numpy()[1] != 0:
+            raise RuntimeError(f"CPU solve: a thread of the {threads}-thread colour sweep did not reach a colour's "
+                               f"barrier within {K.SWEEP_WAIT_CYCLES} time-stamp cycles (a few seconds: are other "
+                               f"processes holding the cores?); Simulator(cpu_threads=1) avoids the threaded sweep")
 
     def _pair_contacts(self) -> bool:
         """Whether the solve needs the kernel variant with the contact-pair loops."""
@@ -474,11 +542,11 @@ class SolverVBD:
                 kern = K.vbd_solve_warp_kernel if pairs else K.vbd_solve_warp_elastic_kernel
             else:
                 kern = K.vbd_solve_half_warp_kernel if pairs else K.vbd_solve_half_warp_elastic_kernel
-            wp.launch(kern, blocks * BLOCK_DIM, inputs=[m.color_vertices, start, count, lanes, 1, *args],
+            wp.launch(kern, blocks * BLOCK_DIM, inputs=[*self._lead(start, count, lanes, 1), *args],
                       block_dim=BLOCK_DIM, device=m.device)
         else:
             kern = K.vbd_solve_kernel if pairs else K.vbd_solve_elastic_kernel
-            wp.launch(kern, count, inputs=[m.color_vertices, start, count, 1, 1, *args], device=m.device)
+            wp.launch(kern, count, inputs=[*self._lead(start, count, 1, 1), *args], device=m.device)
 
     # ------------------------------------------------------------------ memory
     def memory_report(self) -> dict:
@@ -518,4 +586,5 @@ class SolverVBD:
         self.ext_acc = self._ext_off = None
         self._self_off_args = []
         self._bound_off_args = []
+        self._sweep_offsets = self._sweep_sync = None
         self.c_point = self.c_normal = self.c_vel = self.c_active = None
