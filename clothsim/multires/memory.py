@@ -177,7 +177,7 @@ def estimate_simulator_bytes(cloths, *, self_collision: bool, colliders=(), mode
     # Jacobi sweep's second iterate (one vec3 when sweeps are Gauss–Seidel), the CPU sweep's colour offsets and
     # barrier (int32, fixed sizes)
     scratch = 5 * 12 * n + 4 + 4 * b + (4 + 4) + (4 + 12 + 8) + 12 + 12 + 16 + 12 * (n if jacobi else 1)
-    scratch += 4 * (SWEEP_MAX_COLORS + 1) + 4 * (SWEEP_MAX_COLORS + 2)
+    scratch += 4 * (SWEEP_MAX_COLORS + 1) + 4 * 2 + 4 * (1 if wp.get_device(device).is_cuda else max(1, f))
     if self_collision or k:
         scratch += 3 * 12 * n  # frame backup
     collision = 40 * max(1, k) * n  # contact planes

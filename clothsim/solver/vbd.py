@@ -55,6 +55,8 @@ JACOBI_CHUNK_MIN = 256
 # CPU: vertices one Warp thread of the solve sweeps in order (a Warp CPU thread's set-up, reading the
 # kernel's arguments, costs ~10 ns, paid once per thread)
 CPU_SLOTS_PER_THREAD = 64
+# CPU colour sweep (SolverVBD._solve_cpu_sweep): vertices of a colour per chunk a thread claims
+CPU_SWEEP_CHUNK = 32
 BLOCK_DIM = 64
 # CUDA threads per vertex when the model has contact pairs (collider features or self contact):
 # K.LANES (16, a half warp) or K.WARP_LANES (32, a whole warp); on the H200 the fold case of
@@ -103,12 +105,14 @@ class SolverVBD:
         self.ext_acc = None
         self._ext_off = wp.zeros(1, dtype=wp.vec3, device=d)
         self._free_count = sum(c for _, c in model.color_ranges)
-        # the CPU sweep's colour offsets (padded with the total: colours past the last are empty) and its
-        # barrier, failure flag and chunk counters (K.vbd_solve_sweep_kernel; passed, unused, to the others)
+        # the CPU sweep's colour offsets (padded with the total: colours past the last are empty), its barrier
+        # and failure flag, and its chunk claims (one per free vertex on the CPU) (K.vbd_solve_sweep_kernel;
+        # passed, unused, to the other solve kernels)
         offsets = [start for start, _ in model.color_ranges] + [self._color_end()]
         offsets += [offsets[-1]] * (K.SWEEP_MAX_COLORS + 1 - len(offsets))
         self._sweep_offsets = wp.array(offsets[: K.SWEEP_MAX_COLORS + 1], dtype=wp.int32, device=d)
-        self._sweep_sync = wp.zeros(K.SWEEP_MAX_COLORS + 2, dtype=wp.int32, device=d)
+        self._sweep_sync = wp.zeros(2, dtype=wp.int32, device=d)
+        self._sweep_claims = wp.zeros(max(1, self._color_end()) if d.is_cpu else 1, dtype=wp.int32, device=d)
         self.colliders: list = []
         self._alloc_contacts()
         self.self_contacts = None
@@ -447,7 +451,8 @@ class SolverVBD:
     def _lead(self, start, count, lanes, chunk) -> list:
         """The solve kernels' leading arguments: the colour's vertices [start, start + count), lanes per vertex,
         vertices per thread, and the CPU sweep's offsets, barrier and thread count (0: not a sweep)."""
-        return [self.model.color_vertices, start, count, lanes, chunk, self._sweep_offsets, self._sweep_sync, 0]
+        return [self.model.color_vertices, start, count, lanes, chunk, self._sweep_offsets, self._sweep_sync,
+                self._sweep_claims, 0]
 
     def _sweep_ok(self) -> bool:
         """Whether the CPU sweep (one launch per thread an iteration) applies: Gauss–Seidel with contact pairs
@@ -465,9 +470,9 @@ class SolverVBD:
 
     def _solve_cpu_sweep(self, args, threads) -> None:
         """One Gauss–Seidel iteration over every colour on ``threads`` CPU threads: one recorded launch of
-        K.vbd_solve_sweep_kernel per thread (this one and the workers), each taking chunks of
-        CPU_SLOTS_PER_THREAD vertices of the current colour in turn and waiting at a spin barrier for the
-        others before the next colour. The colour-by-colour split (_solve_cpu per colour) handed work to
+        K.vbd_solve_sweep_kernel per thread (this one and the workers), each solving the chunks of
+        CPU_SWEEP_CHUNK vertices of the current colour that no other thread has claimed and waiting at a spin
+        barrier for the others before the next colour. The colour-by-colour split (_solve_cpu per colour) handed work to
         the worker thread once a colour, ~110 µs a hand-off on this 2-core machine (an empty submit and
         result), as long as a 683-vertex colour takes in one thread; here once an iteration. A colour's
         vertices read other colours' positions, written before the barrier, and same-colour partners at the
@@ -478,16 +483,19 @@ class SolverVBD:
         if entry is None or entry[2] is not args:
             ids = tuple(_arg_key(a) for a in args)
             if entry is None or entry[0] != ids:
-                lead = self._lead(0, len(m.color_ranges), 1, CPU_SLOTS_PER_THREAD)
-                lead[-1] = threads
-                launches = [wp.launch(K.vbd_solve_sweep_kernel, 1, inputs=[*lead, *args], device=m.device, record_cmd=True)
-                            for _ in range(threads)]
+                launches = []
+                for t in range(threads):  # color_start: the thread's index
+                    lead = self._lead(t, len(m.color_ranges), 1, CPU_SWEEP_CHUNK)
+                    lead[-1] = threads
+                    launches.append(wp.launch(K.vbd_solve_sweep_kernel, 1, inputs=[*lead, *args], device=m.device,
+                                              record_cmd=True))
                 entry = (ids, launches, args)
             else:
                 entry = (ids, entry[1], args)
             self._cpu_launches[key] = entry
         launches = entry[1]
         self._sweep_sync.zero_()
+        self._sweep_claims.zero_()
         futures = [self._workers().submit(cmd.launch) for cmd in launches[1:]]
         try:
             launches[0].launch()
@@ -586,5 +594,5 @@ class SolverVBD:
         self.ext_acc = self._ext_off = None
         self._self_off_args = []
         self._bound_off_args = []
-        self._sweep_offsets = self._sweep_sync = None
+        self._sweep_offsets = self._sweep_sync = self._sweep_claims = None
         self.c_point = self.c_normal = self.c_vel = self.c_active = None
