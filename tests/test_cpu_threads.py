@@ -70,8 +70,9 @@ def _leaning_sheet(n=24):
 
 def test_threads_bit_identical_with_self_contact(device, monkeypatch):
     """The fold: self contact (the contact search shared out, the colours swept by every thread at once,
-    meeting at a barrier after each colour: SolverVBD._solve_cpu_sweep) gives the same positions, bit for bit,
-    with 1, 2 and 3 threads; the sheet really folds (pairs are found). 3 threads sweep too here, more threads
+    meeting at a barrier after each colour: SolverVBD._solve_cpu_sweep; or colour by colour, each split over
+    the threads) gives the same positions, bit for bit, with 1, 2 and 3 threads; the sheet really folds
+    (pairs are found). 3 threads sweep too here, more threads
     than this 2-core machine has (the solver would split colour by colour instead: a thread waiting at the
     barrier spins), which checks the barrier with an odd count and threads that are not all running."""
     if device != "cpu":
@@ -81,14 +82,17 @@ def test_threads_bit_identical_with_self_contact(device, monkeypatch):
     from clothsim.solver import vbd
 
     monkeypatch.setattr(vbd, "CPU_CONTACT_CHUNK_MIN", 32)  # split this small sheet's colours (96 vertices each)
+    monkeypatch.setattr(vbd, "CPU_SWEEP_COLOR_MIN", 32)
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(8)))  # let 3 threads sweep
     cloth = _leaning_sheet()
     out = []
-    for threads in (1, 2, 3):
+    for threads, sweep in ((1, True), (2, True), (3, True), (2, False)):
         sim = cs.Simulator(cloth, device="cpu", substeps=4, iterations=2, cpu_threads=threads, ground=0.0,
                            self_collision=True)
         assert sim.solver._cpu_split() and min(c for _, c in sim.model.color_ranges) >= 3 * 32
         assert sim.solver._sweep_ok()
+        if not sweep:  # the colour-by-colour split (the fallback with more threads than cores)
+            monkeypatch.setattr(sim.solver, "_sweep_ok", lambda: False)
         sim.step(12)
         det = sim.solver.self_contacts.detector
         out.append((sim.positions(), int(det.ee_count.numpy().sum()), int(det.vt_count.numpy().sum())))
@@ -109,7 +113,7 @@ def test_sweep_without_its_other_thread_raises(device, monkeypatch):
 
     from clothsim.solver import vbd
 
-    monkeypatch.setattr(vbd, "CPU_CONTACT_CHUNK_MIN", 32)
+    monkeypatch.setattr(vbd, "CPU_SWEEP_COLOR_MIN", 32)
     sim = cs.Simulator(_leaning_sheet(), device="cpu", substeps=1, iterations=1, cpu_threads=2, ground=0.0,
                        self_collision=True)
     assert sim.solver._sweep_ok()

@@ -55,8 +55,12 @@ JACOBI_CHUNK_MIN = 256
 # CPU: vertices one Warp thread of the solve sweeps in order (a Warp CPU thread's set-up, reading the
 # kernel's arguments, costs ~10 ns, paid once per thread)
 CPU_SLOTS_PER_THREAD = 64
-# CPU colour sweep (SolverVBD._solve_cpu_sweep): vertices of a colour per chunk a thread claims
+# CPU colour sweep (SolverVBD._solve_cpu_sweep): vertices of a colour per chunk a thread claims, and the
+# vertices a colour needs for the sweep to be used (it hands work to the workers once an iteration, not once a
+# colour, so it pays sooner than the colour-by-colour split: the T-shirt drape at level 1, colours of 382,
+# 510 -> 404 ms a frame on 2 threads, 2-core CPU)
 CPU_SWEEP_CHUNK = 32
+CPU_SWEEP_COLOR_MIN = 128
 BLOCK_DIM = 64
 # CUDA threads per vertex when the model has contact pairs (collider features or self contact):
 # K.LANES (16, a half warp) or K.WARP_LANES (32, a whole warp); on the H200 the fold case of
@@ -321,7 +325,7 @@ class SolverVBD:
                     wp.copy(self.cheb_prev2, state.x)
                 if dev.is_cpu and cpu_args is None:
                     cpu_args = self._solve_args(state, h, slots)  # the same arrays and values all frame
-                if dev.is_cpu and self._cpu_threads() > 1 and self._cpu_split() and self._sweep_ok():
+                if dev.is_cpu and self._cpu_threads() > 1 and self._sweep_ok():
                     # every colour in one launch per thread, the threads meeting at a barrier after each
                     self._solve_cpu_sweep(cpu_args, self._cpu_threads())
                 elif dev.is_cpu and self._cpu_threads() > 1 and self._cpu_split():
@@ -450,15 +454,17 @@ class SolverVBD:
 
     def _lead(self, start, count, lanes, chunk) -> list:
         """The solve kernels' leading arguments: the colour's vertices [start, start + count), lanes per vertex,
-        vertices per thread, and the CPU sweep's offsets, barrier and thread count (0: not a sweep)."""
+        vertices per thread, and the CPU sweep's offsets, barrier, chunk claims and thread count (0: not a
+        sweep)."""
         return [self.model.color_vertices, start, count, lanes, chunk, self._sweep_offsets, self._sweep_sync,
                 self._sweep_claims, 0]
 
     def _sweep_ok(self) -> bool:
         """Whether the CPU sweep (one launch per thread an iteration) applies: Gauss–Seidel with contact pairs
-        (the kernel variant it is built on), at most K.SWEEP_MAX_COLORS colours in colour order without gaps,
-        and no more threads than this process may run at once (a thread waiting at the barrier spins: one
-        without a core of its own would hold up the others until the scheduler moved it)."""
+        (the kernel variant it is built on), a colour of at least CPU_SWEEP_COLOR_MIN vertices, at most
+        K.SWEEP_MAX_COLORS colours in colour order without gaps, and no more threads than this process may
+        run at once (a thread waiting at the barrier spins: one without a core of its own would hold up the
+        others until the scheduler moved it)."""
         ranges = self.model.color_ranges
         contiguous = all(a[0] + a[1] == b[0] for a, b in zip(ranges, ranges[1:]))
         try:
@@ -466,15 +472,15 @@ class SolverVBD:
         except AttributeError:  # not on Linux
             cores = os.cpu_count() or 1
         return (self._pair_contacts() and 0 < len(ranges) <= K.SWEEP_MAX_COLORS and contiguous
-                and self._cpu_threads() <= cores)
+                and any(c >= CPU_SWEEP_COLOR_MIN for _, c in ranges) and self._cpu_threads() <= cores)
 
     def _solve_cpu_sweep(self, args, threads) -> None:
         """One Gauss–Seidel iteration over every colour on ``threads`` CPU threads: one recorded launch of
         K.vbd_solve_sweep_kernel per thread (this one and the workers), each solving the chunks of
         CPU_SWEEP_CHUNK vertices of the current colour that no other thread has claimed and waiting at a spin
-        barrier for the others before the next colour. The colour-by-colour split (_solve_cpu per colour) handed work to
-        the worker thread once a colour, ~110 µs a hand-off on this 2-core machine (an empty submit and
-        result), as long as a 683-vertex colour takes in one thread; here once an iteration. A colour's
+        barrier for the others before the next colour. The colour-by-colour split (_solve_cpu per colour)
+        handed work to the worker thread once a colour, ~110 µs a hand-off on this 2-core machine (an empty
+        submit and result), as long as a 683-vertex colour takes in one thread; here once an iteration. A colour's
         vertices read other colours' positions, written before the barrier, and same-colour partners at the
         iteration's start (SelfCollision.x_iter), so the result is the same, bit for bit, as one thread's."""
         m = self.model
@@ -559,7 +565,8 @@ class SolverVBD:
     # ------------------------------------------------------------------ memory
     def memory_report(self) -> dict:
         scratch = [self.x_prev, self.y, self.normals, self.bad, self.theta_prev, self.cheb_prev, self.cheb_prev2, self.x_jac,
-                   self._ext_off] + ([self.ext_acc] if self.ext_acc is not None else [])
+                   self._ext_off, self._sweep_offsets, self._sweep_sync, self._sweep_claims] + (
+                       [self.ext_acc] if self.ext_acc is not None else [])
         contacts = [self.c_point, self.c_normal, self.c_vel, self.c_active]
         rep = {
             "solver_scratch": sum(a.capacity for a in scratch),
