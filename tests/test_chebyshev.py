@@ -150,7 +150,7 @@ def test_extrapolation_stays_inside_the_self_contact_bound(device, rho, sweep):
     """The conservative bound (He Chen et al. 2024) keeps every pair from crossing within a substep only if
     every position a vertex takes stays in its ball. The Chebyshev step ω(x − x⁽ⁿ⁻²⁾) + x⁽ⁿ⁻²⁾ (ω up to ~1.5
     at ρ = 0.93) and Jacobi's over-relaxation start from points inside the ball and can end outside it:
-    without bounding them again (kernels.bounded) this scene moved vertices 2.63× (Gauss–Seidel) and 2.41×
+    without bounding them again (position_limits.bounded) this scene moved vertices 2.63× (Gauss–Seidel) and 2.41×
     (Jacobi) as far as the bound allows, and 1.0004× (Jacobi, relaxation only) on this CPU. Reference: 1,
     up to float32 rounding (1e-4 relative and 0.1 µm)."""
     worst = _worst_bound_ratio(device, rho, sweep)

@@ -120,7 +120,7 @@ def test_few_iterations_do_not_cross_a_contact_plane(device):
     plane its Newton step crosses (clothsim/solver/kernels.py, vertex_update). Reference: the converged
     solution (100 iterations) with the border pinned 1 cm under a box collider's top face, where the penalty
     holds the deepest vertex inside the contact layer (compression r − y ≈ 0.03 mm of r = 0.3 mm), clear of
-    the surface, so the collider floor (kernels.above_collider_planes) does not decide it. Bound: at 1 and 2
+    the surface, so the collider floor (position_limits.above_collider_planes) does not decide it. Bound: at 1 and 2
     iterations the compression within 0.1·r of the converged one. Without the crossing solve the 1-iteration
     Newton step goes through the layer (on the ground it left a vertex 9 mm deep before the floor) and ends on
     the floor, a compression of r. Pinned 3 cm under, the penalty's equilibrium lies under the surface: the
@@ -172,7 +172,7 @@ def test_pressed_cloth_stays_above_the_ground(device, iterations, chebyshev_rho)
     plane: here, without the floor, the deepest vertex ended 2.17 mm under the ground at 1 iteration and
     at 50 (converged), and a 256×256 fold piled on the ground sank 4.7 cm in 100 frames (H200, 2
     iterations) until two vertices met and the state went non-finite. Reference: the plane, exactly
-    (kernels.above_floor raises a step that ends below it); the layer is pressed onto it (within 0.1 mm)
+    (position_limits.above_floor raises a step that ends below it); the layer is pressed onto it (within 0.1 mm)
     and the two layers do not intersect. With Chebyshev acceleration the extrapolation after an iteration is
     kept above the floor too (kernels.chebyshev_kernel)."""
     xb, crossings, _ = _squeezed(device, iterations, chebyshev_rho)
@@ -189,7 +189,7 @@ def test_pressed_cloth_stays_outside_a_collider(device, surface, iterations, che
     """The squeeze of test_pressed_cloth_stays_above_the_ground on a collider: the collider's one penalty
     against the pile's many self-contact pairs put the bottom layer 1.79 mm into a box's top face and up to
     1.29 mm into a sphere (1 to 50 iterations, every sweep). A collider contact plane is a floor for a vertex
-    that starts the substep outside it (kernels.above_collider_planes). Reference: the surface; tolerance
+    that starts the substep outside it (position_limits.above_collider_planes). Reference: the surface; tolerance
     1 µm, the floor's COLLIDER_FLOOR_TOL for float32 rounding of a point put on a plane (measured: at most
     0.4 µm by max_penetration's float32 inside test, the box's lowest vertex at 0). The layer is pressed onto
     the surface (the box: lowest vertex within 0.1 mm of its top) and the layers do not cross."""

@@ -33,7 +33,7 @@ import numpy as np
 import warp as wp
 
 from ..solver.self_collision import detect_workers
-from ..solver.kernels import SWEEP_MAX_COLORS
+from ..solver.cpu_sweep import SWEEP_MAX_COLORS
 from ..solver.vbd import default_cpu_threads
 from ..topology import bending_stencils, unique_edges
 

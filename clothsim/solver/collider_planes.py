@@ -40,7 +40,7 @@ def collider_detect_kernel(
     The normal is the face's (outward by the winding) where the closest point lies inside a face, where it is
     the same direction as the separation's, exactly, and where the vertex lies within NORMAL_FROM_FACE of the
     surface: there the separation's direction is float32 rounding (a vertex held on the plane by the collider
-    floor, kernels.above_collider_planes, sits ~1e-8 m from it)."""
+    floor, position_limits.above_collider_planes, sits ~1e-8 m from it)."""
     i = wp.tid()
     p = x[i]
     q = wp.mesh_query_point_sign_normal(mesh, p, query_radius)

@@ -13,7 +13,10 @@ Contacts (ground plane, colliders) are quadratic penalties ½·k_c·(r − d)² 
 import warp as wp
 
 from .contact_blocks import collider_pair_crossings, contact_plane, crossing_plane, vertex_pair_contacts
+from .cpu_sweep import SWEEP_MAX_COLORS, cpu_barrier, cpu_claim
 from .elastic import bending_force_hessian, dihedral_angle, membrane_force_hessian
+from .lane_sums import half_warp_sum_block, warp_sum_block
+from .position_limits import bounded
 
 wp.set_module_options({"enable_backward": False})  # no autodiff here: forward code only, compiles ~4x faster
 
@@ -264,79 +267,6 @@ def block_step(H: wp.mat33, f: wp.vec3):
 
 
 @wp.func
-def above_floor(xn: wp.vec3, xpi: wp.vec3, ground_height: float):
-    """``xn`` with its height raised to the ground plane if it ends below it (the plane itself, not the
-    thickness above it: that is the penalty's). The penalty is one quadratic of the contact stiffness,
-    and the self-contact pairs of a pile pressing a vertex down are many of the same stiffness, so the
-    local step alone let the bottom layer sink (fold, 1 iteration: 5 cm after 140 frames, and once under,
-    the self-contact bound held it there). Raising the height only brings xn nearer to a start x_prev
-    that is above the plane, so the move stays inside the self-contact bound's ball around x_prev; from a
-    start already under the plane (set from outside) the vertex may rise as far as its step takes it, and
-    does not sink further."""
-    floor = wp.min(ground_height, xpi[1])
-    if xn[1] < floor:
-        return wp.vec3(xn[0], floor, xn[2])
-    return xn
-
-
-# [m] a collider plane is a floor for a vertex that starts the substep outside it, on it, or inside it by at most
-# this much (float32 rounding of a point put on the plane); one that starts deeper (a collider moving into the
-# cloth, a vertex behind an open surface) is left to the penalty
-COLLIDER_FLOOR_TOL = wp.constant(1.0e-6)
-
-
-@wp.func
-def above_collider_planes(xn: wp.vec3, xpi: wp.vec3, i: int, c_point: wp.array(dtype=wp.vec3),
-                          c_normal: wp.array(dtype=wp.vec3), c_active: wp.array(dtype=wp.int32), slots: int):
-    """``xn`` moved out along the normal onto each active collider contact plane (closest point, outward
-    normal, found at the substep start) that it ends inside of, when the substep start ``xpi`` lies outside
-    it or on it (within COLLIDER_FLOOR_TOL): the collider's counterpart of :func:`above_floor`. A vertex
-    pressed onto a collider by a pile of self-contact pairs sank to the penalty's equilibrium, 1.79 mm into a
-    box's top face and 1.29 mm into a sphere (tests/test_contacts.py::test_pressed_cloth_stays_outside_a_collider).
-    The floor is the plane itself, not min(plane, start) as on the ground: a start put on the plane lies
-    ~1e-8 m to either side of it after rounding, and a floor at the start let that ratchet down (0.4 µm in
-    100 substeps). On a convex part of a body the plane touches the surface at the closest point and lies
-    outside it elsewhere; in a concave one (two faces meeting in a valley) the closest point lies on one
-    face, whose plane the step is kept above, and the other face has its own penalty."""
-    for s in range(slots):
-        k = i * slots + s
-        if c_active[k] != 0:
-            n = c_normal[k]
-            cp = c_point[k]
-            if wp.dot(xpi - cp, n) >= -COLLIDER_FLOOR_TOL:
-                dn = wp.dot(xn - cp, n)
-                if dn < 0.0:
-                    xn = xn - dn * n
-    return xn
-
-
-@wp.func
-def bounded(xn: wp.vec3, xpi: wp.vec3, i: int, self_enabled: int, min_dist: wp.array(dtype=float),
-            bound_fraction: float, ground_enabled: int, ground_height: float,
-            c_point: wp.array(dtype=wp.vec3), c_normal: wp.array(dtype=wp.vec3), c_active: wp.array(dtype=wp.int32),
-            slots: int):
-    """``xn`` outside the collider planes it started outside of (:func:`above_collider_planes`), then inside
-    the self-contact conservative bound, then above the ground's floor: never farther from the substep start
-    ``xpi`` than ``bound_fraction`` of the distance to the nearest non-adjacent primitive found at detection
-    (He Chen et al. 2024), and not under the ground plane (:func:`above_floor`, which keeps a point inside
-    that ball). The bound comes after the collider planes and shortens the step toward ``xpi``, which lies
-    outside each of them (or within COLLIDER_FLOOR_TOL inside), so the point stays outside them too. Every
-    position a vertex takes in a substep passes here: the vertex solve's and the Chebyshev extrapolation's,
-    which from two points inside the ball can land outside it."""
-    if slots > 0:
-        xn = above_collider_planes(xn, xpi, i, c_point, c_normal, c_active, slots)
-    if self_enabled != 0:
-        d = xn - xpi
-        dl = wp.length(d)
-        bound = bound_fraction * min_dist[i]
-        if dl > bound:
-            xn = xpi + d * (bound / dl)
-    if ground_enabled != 0:
-        xn = above_floor(xn, xpi, ground_height)
-    return xn
-
-
-@wp.func
 def vertex_update(
     i: int, f: wp.vec3, H: wp.mat33, x: wp.array(dtype=wp.vec3), x_prev: wp.array(dtype=wp.vec3),
     self_enabled: int, min_dist: wp.array(dtype=float), bound_fraction: float,
@@ -396,66 +326,6 @@ def vertex_update(
                            c_normal, c_active, slots)
 
 
-@wp.func_native(
-    """
-    #if defined(__CUDA_ARCH__)
-    float r = v;
-    r += __shfl_xor_sync(0xffffffffu, r, 8, 16);
-    r += __shfl_xor_sync(0xffffffffu, r, 4, 16);
-    r += __shfl_xor_sync(0xffffffffu, r, 2, 16);
-    r += __shfl_xor_sync(0xffffffffu, r, 1, 16);
-    return r;
-    #else
-    return v;
-    #endif
-    """
-)
-def _half_warp_sum(v: float) -> float: ...
-
-
-@wp.func
-def half_warp_sum_block(f: wp.vec3, H: wp.mat33):
-    """Sum a force and Hessian block over the 16 lanes of a half warp (a fixed butterfly: deterministic).
-    Every lane of the warp must call it (the shuffles are warp-synchronous)."""
-    fs = wp.vec3(_half_warp_sum(f[0]), _half_warp_sum(f[1]), _half_warp_sum(f[2]))
-    Hs = wp.mat33(
-        _half_warp_sum(H[0, 0]), _half_warp_sum(H[0, 1]), _half_warp_sum(H[0, 2]),
-        _half_warp_sum(H[1, 0]), _half_warp_sum(H[1, 1]), _half_warp_sum(H[1, 2]),
-        _half_warp_sum(H[2, 0]), _half_warp_sum(H[2, 1]), _half_warp_sum(H[2, 2]),
-    )
-    return fs, Hs
-
-
-@wp.func_native(
-    """
-    #if defined(__CUDA_ARCH__)
-    float r = v;
-    r += __shfl_xor_sync(0xffffffffu, r, 16);
-    r += __shfl_xor_sync(0xffffffffu, r, 8);
-    r += __shfl_xor_sync(0xffffffffu, r, 4);
-    r += __shfl_xor_sync(0xffffffffu, r, 2);
-    r += __shfl_xor_sync(0xffffffffu, r, 1);
-    return r;
-    #else
-    return v;
-    #endif
-    """
-)
-def _warp_sum(v: float) -> float: ...
-
-
-@wp.func
-def warp_sum_block(f: wp.vec3, H: wp.mat33):
-    """Sum a force and Hessian block over the 32 lanes of a warp (fixed butterfly: deterministic)."""
-    fs = wp.vec3(_warp_sum(f[0]), _warp_sum(f[1]), _warp_sum(f[2]))
-    Hs = wp.mat33(
-        _warp_sum(H[0, 0]), _warp_sum(H[0, 1]), _warp_sum(H[0, 2]),
-        _warp_sum(H[1, 0]), _warp_sum(H[1, 1]), _warp_sum(H[1, 2]),
-        _warp_sum(H[2, 0]), _warp_sum(H[2, 1]), _warp_sum(H[2, 2]),
-    )
-    return fs, Hs
-
-
 # collider feature planes are checked for crossing (collider_pair_crossings) only when the vertex's trial
 # step is longer than this fraction of the contact thickness r: a shorter step crosses a plane by less
 CROSS_MIN_FRACTION = 0.1
@@ -464,69 +334,6 @@ CROSS_MIN_FRACTION = 0.1
 # contact pairs may use a whole warp (WARP_LANES), whose lanes share a vertex's contact pairs
 LANES = 16
 WARP_LANES = 32
-
-
-# CPU sweep (vbd_solve_sweep_kernel): at most this many colours (more: SolverVBD sweeps colour by colour)
-SWEEP_MAX_COLORS = 60
-# time-stamp cycles a thread waits at the sweep's barrier before it gives up and flags it (sync[1]): a few
-# seconds (the native code's constant; 2^31 spins where there is no time-stamp counter)
-SWEEP_WAIT_CYCLES = 1 << 33
-
-
-@wp.func_native(
-    """
-    #if defined(__CUDA_ARCH__)
-    return 1;
-    #else
-    return __atomic_exchange_n(claims.data + index, 1, __ATOMIC_ACQ_REL) == 0 ? 1 : 0;
-    #endif
-    """
-)
-def _cpu_claim(claims: wp.array(dtype=wp.int32), index: int) -> int:
-    """CPU sweep: 1 if this thread is the first to claim chunk ``index`` (claims zeroed before the sweep), else 0."""
-    ...
-
-
-@wp.func_native(
-    """
-    #if defined(__CUDA_ARCH__)
-    return 1;
-    #else
-    __atomic_fetch_add(sync.data, 1, __ATOMIC_ACQ_REL);
-    #if defined(__x86_64__) || defined(__i386__)
-    const unsigned long long t0 = __builtin_ia32_rdtsc();
-    #endif
-    long long spins = 0;
-    while (__atomic_load_n(sync.data, __ATOMIC_ACQUIRE) < target) {
-        if (__atomic_load_n(sync.data + 1, __ATOMIC_ACQUIRE) != 0) {
-            return 0;
-        }
-        ++spins;
-        #if defined(__x86_64__) || defined(__i386__)
-        __builtin_ia32_pause();
-        if ((spins & 1023) == 0 && __builtin_ia32_rdtsc() - t0 > (1ULL << 33)) {
-            __atomic_store_n(sync.data + 1, 1, __ATOMIC_RELEASE);
-            return 0;
-        }
-        #else
-        if (spins > (1LL << 31)) {
-            __atomic_store_n(sync.data + 1, 1, __ATOMIC_RELEASE);
-            return 0;
-        }
-        #endif
-    }
-    return 1;
-    #endif
-    """
-)
-def _cpu_barrier(sync: wp.array(dtype=wp.int32), target: int) -> int:
-    """CPU threads of one sweep (each in its own Warp launch, run at once on worker threads; Warp's CPU atomics
-    are plain reads and writes, so these are the compiler's): arrive at the barrier in sync[0] and wait until
-    ``target`` threads have arrived; the release/acquire order makes every position a thread wrote before
-    arriving visible to the others after. A wait longer than 2^33 time-stamp cycles (a few seconds: a thread
-    that never came) sets the failure flag sync[1]; a thread that finds the flag set stops waiting. Returns 0
-    then, else 1."""
-    ...
 
 
 def _make_vbd_solve_kernel(tiled: bool, pair_contacts: bool = True, whole_warp: bool = False, sweep: bool = False):
@@ -687,7 +494,7 @@ def _make_vbd_solve_kernel(tiled: bool, pair_contacts: bool = True, whole_warp: 
                     if wp.static(sweep):
                         slot = (slot_ + first) % ccount
                         if slot % chunk == 0:  # a chunk starts: solve it if no other thread has claimed it
-                            mine = _cpu_claim(claims, cstart + slot)
+                            mine = cpu_claim(claims, cstart + slot)
                         valid = mine != 0
                     i = int(0)
                     if valid:
@@ -751,7 +558,7 @@ def _make_vbd_solve_kernel(tiled: bool, pair_contacts: bool = True, whole_warp: 
                                       jacobi, x_out, relax, cheb_omega)
             if wp.static(sweep):  # every thread done with colour c before any starts the next
                 if c < color_count:
-                    _cpu_barrier(sync, (c + 1) * threads)  # a wait that timed out flags sync[1]: the solver raises
+                    cpu_barrier(sync, (c + 1) * threads)  # a wait that timed out flags sync[1]: the solver raises
 
     if not tiled and pair_contacts and not sweep:
         return wp.kernel(vbd_solve, name="vbd_solve_kernel")  # the CPU kernel, in this module

@@ -70,7 +70,7 @@ class SelfCollision:
 
     def bound_args(self):
         """(self_enabled, min_dist, bound_fraction): the conservative bound every position of a substep is held
-        to (kernels.bounded: the vertex solve's and the Chebyshev step's)."""
+        to (position_limits.bounded: the vertex solve's and the Chebyshev step's)."""
         return [1, self.detector.min_dist, self.bound_fraction]
 
     def kernel_args(self):

@@ -17,6 +17,7 @@ import warp as wp
 from ..collision._arrays import query_block_dim
 from ..cpu_threads import taker
 from . import collider_planes as CP
+from .cpu_sweep import SWEEP_MAX_COLORS, SWEEP_WAIT_CYCLES
 from . import kernels as K
 from . import collider_contacts as CC
 from .self_collision import SelfCollision, disabled_bound_args, disabled_kernel_args
@@ -113,8 +114,8 @@ class SolverVBD:
         # and failure flag, and its chunk claims (one per free vertex on the CPU) (K.vbd_solve_sweep_kernel;
         # passed, unused, to the other solve kernels)
         offsets = [start for start, _ in model.color_ranges] + [self._color_end()]
-        offsets += [offsets[-1]] * (K.SWEEP_MAX_COLORS + 1 - len(offsets))
-        self._sweep_offsets = wp.array(offsets[: K.SWEEP_MAX_COLORS + 1], dtype=wp.int32, device=d)
+        offsets += [offsets[-1]] * (SWEEP_MAX_COLORS + 1 - len(offsets))
+        self._sweep_offsets = wp.array(offsets[: SWEEP_MAX_COLORS + 1], dtype=wp.int32, device=d)
         self._sweep_sync = wp.zeros(2, dtype=wp.int32, device=d)
         self._sweep_claims = wp.zeros(max(1, self._color_end()) if d.is_cpu else 1, dtype=wp.int32, device=d)
         self.colliders: list = []
@@ -462,7 +463,7 @@ class SolverVBD:
     def _sweep_ok(self) -> bool:
         """Whether the CPU sweep (one launch per thread an iteration) applies: Gauss–Seidel with contact pairs
         (the kernel variant it is built on), a colour of at least CPU_SWEEP_COLOR_MIN vertices, at most
-        K.SWEEP_MAX_COLORS colours in colour order without gaps, and no more threads than this process may
+        SWEEP_MAX_COLORS colours in colour order without gaps, and no more threads than this process may
         run at once (a thread waiting at the barrier spins: one without a core of its own would hold up the
         others until the scheduler moved it)."""
         ranges = self.model.color_ranges
@@ -471,7 +472,7 @@ class SolverVBD:
             cores = len(os.sched_getaffinity(0))
         except AttributeError:  # not on Linux
             cores = os.cpu_count() or 1
-        return (self._pair_contacts() and 0 < len(ranges) <= K.SWEEP_MAX_COLORS and contiguous
+        return (self._pair_contacts() and 0 < len(ranges) <= SWEEP_MAX_COLORS and contiguous
                 and any(c >= CPU_SWEEP_COLOR_MIN for _, c in ranges) and self._cpu_threads() <= cores)
 
     def _solve_cpu_sweep(self, args, threads) -> None:
@@ -510,7 +511,7 @@ class SolverVBD:
                 f.result()
         if self._sweep_sync.numpy()[1] != 0:
             raise RuntimeError(f"CPU solve: a thread of the {threads}-thread colour sweep did not reach a colour's "
-                               f"barrier within {K.SWEEP_WAIT_CYCLES} time-stamp cycles (a few seconds: are other "
+                               f"barrier within {SWEEP_WAIT_CYCLES} time-stamp cycles (a few seconds: are other "
                                f"processes holding the cores?); Simulator(cpu_threads=1) avoids the threaded sweep")
 
     def _pair_contacts(self) -> bool:
