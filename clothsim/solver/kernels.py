@@ -576,8 +576,10 @@ vbd_solve_half_warp_elastic_kernel = _make_vbd_solve_kernel(tiled=True, pair_con
 vbd_solve_warp_kernel = _make_vbd_solve_kernel(tiled=True, pair_contacts=True, whole_warp=True)
 vbd_solve_warp_elastic_kernel = _make_vbd_solve_kernel(tiled=True, pair_contacts=False, whole_warp=True)
 vbd_solve_elastic_kernel = _make_vbd_solve_kernel(tiled=False, pair_contacts=False)
-# CPU only: every colour of an iteration in one launch per thread (SolverVBD._solve_cpu_sweep)
+# CPU only: every colour of an iteration in one launch per thread (SolverVBD._solve_cpu_sweep), with and without
+# the contact-pair loops
 vbd_solve_sweep_kernel = _make_vbd_solve_kernel(tiled=False, sweep=True)
+vbd_solve_sweep_elastic_kernel = _make_vbd_solve_kernel(tiled=False, pair_contacts=False, sweep=True)
 
 
 @wp.kernel
