@@ -478,84 +478,83 @@ def _make_vbd_solve_kernel(tiled: bool, pair_contacts: bool = True, whole_warp: 
             if wp.static(not tiled):
                 s0 = tid * chunk
                 s1 = wp.min(s0 + chunk, ccount)
-            if wp.static(sweep):  # the whole colour, from ``first`` round to it; the chunks it claims first
+            if wp.static(sweep):  # the whole colour, walked from ``first`` round to it (the chunks it claims)
                 s0 = 0
                 s1 = ccount
-            if True:
-                for slot_ in range(s0, s1):
-                    slot = slot_
-                    lane = int(0)
-                    step = int(1)  # lanes: a constant 1 lets the compiler make the untiled loops plain ones
-                    if wp.static(tiled):
-                        step = lanes
-                        slot = tid // lanes
-                        lane = tid - slot * lanes
-                    valid = slot < ccount
-                    if wp.static(sweep):
-                        slot = (slot_ + first) % ccount
-                        if slot % chunk == 0:  # a chunk starts: solve it if no other thread has claimed it
-                            mine = cpu_claim(claims, cstart + slot)
-                        valid = mine != 0
-                    i = int(0)
-                    if valid:
-                        i = color_vertices[cstart + slot]
-                    ci = vertex_cloth[i]
-                    r = mat_thickness[ci]
-                    mu = mat_friction[ci]
-                    inv_h = 1.0 / h
-                    kd = contact_stiffness * contact_damping
-                    fe = wp.vec3(0.0)
-                    He = wp.mat33(0.0)
-                    if valid:
-                        fe, He = vertex_elastic(i, lane, step, x, x_prev, theta_prev, tri, tri_dm_inv, tri_area, v_tri_offsets,
-                                                v_tri, bend, bend_k, bend_rest, v_bend_offsets, v_bend, mat_coef[ci],
-                                                mat_damping[ci] * inv_h, nh_block)
-                        if wp.static(pair_contacts):
-                            fc, Hc = vertex_pair_contacts(i, lane, step, x, x_prev, tri, v_tri_offsets, v_tri, edges,
-                                                          v_edge_offsets, v_edge, r, contact_stiffness, mu, h, friction_eps, kd,
-                                                          collider_enabled, cpts, cvel, cvn, cedges, cen, kce, ce_count, ce_edge,
-                                                          kct, ct_count, ct_vertex, self_enabled, kv, kt, ke, vt_count, vt_tri,
-                                                          tv_count, tv_vertex, ee_count, ee_edge, vertex_color, x_iter)
-                            fe = fe + fc
-                            He = He + Hc
-                    if wp.static(tiled and whole_warp):
-                        fe, He = warp_sum_block(fe, He)
-                    elif wp.static(tiled):
-                        fe, He = half_warp_sum_block(fe, He)
+            for slot_ in range(s0, s1):
+                slot = slot_
+                lane = int(0)
+                step = int(1)  # lanes: a constant 1 lets the compiler make the untiled loops plain ones
+                if wp.static(tiled):
+                    step = lanes
+                    slot = tid // lanes
+                    lane = tid - slot * lanes
+                valid = slot < ccount
+                if wp.static(sweep):
+                    slot = (slot_ + first) % ccount
+                    if slot % chunk == 0:  # a chunk starts: solve it if no other thread has claimed it
+                        mine = cpu_claim(claims, cstart + slot)
+                    valid = mine != 0
+                i = int(0)
+                if valid:
+                    i = color_vertices[cstart + slot]
+                ci = vertex_cloth[i]
+                r = mat_thickness[ci]
+                mu = mat_friction[ci]
+                inv_h = 1.0 / h
+                kd = contact_stiffness * contact_damping
+                fe = wp.vec3(0.0)
+                He = wp.mat33(0.0)
+                if valid:
+                    fe, He = vertex_elastic(i, lane, step, x, x_prev, theta_prev, tri, tri_dm_inv, tri_area, v_tri_offsets,
+                                            v_tri, bend, bend_k, bend_rest, v_bend_offsets, v_bend, mat_coef[ci],
+                                            mat_damping[ci] * inv_h, nh_block)
                     if wp.static(pair_contacts):
-                        if collider_enabled != 0:
-                            # collider feature planes the step would cross (every lane needs the trial step: the
-                            # butterfly above left the sums in every lane)
-                            fa = wp.vec3(0.0)
-                            Ha = wp.mat33(0.0)
-                            if valid:
-                                fl, Hl = vertex_local(i, x, x_prev, y, normals, mass, vertex_area, spring, spring_k,
-                                                      v_spring_offsets, v_spring, h, drag, wind, ground_enabled, ground_height, r,
-                                                      contact_stiffness, mu, friction_eps, kd, c_point, c_normal, c_vel, c_active,
-                                                      slots)
-                                Ht = Hl + He
-                                dx = wp.vec3(0.0)
-                                dx, ok = block_step(Ht, fl + fe)
-                                # a plane crossed by less than CROSS_MIN_FRACTION of the thickness is left to the next
-                                # iteration (the walk over the pairs again costs as much as the first one)
-                                if wp.length(dx) > CROSS_MIN_FRACTION * r:
-                                    fa, Ha = collider_pair_crossings(i, lane, step, dx, x, x_prev, tri,
-                                                                     v_tri_offsets, v_tri, edges, v_edge_offsets, v_edge, r,
-                                                                     contact_stiffness, h, kd, cpts, cvel, cvn, cedges, cen, kce,
-                                                                     ce_count, ce_edge, kct, ct_count, ct_vertex)
-                            if wp.static(tiled and whole_warp):
-                                fa, Ha = warp_sum_block(fa, Ha)
-                            elif wp.static(tiled):
-                                fa, Ha = half_warp_sum_block(fa, Ha)
-                            fe = fe + fa
-                            He = He + Ha
-                    if valid and lane == 0:
-                        fl, Hl = vertex_local(i, x, x_prev, y, normals, mass, vertex_area, spring, spring_k, v_spring_offsets,
-                                              v_spring, h, drag, wind, ground_enabled, ground_height, r, contact_stiffness, mu,
-                                              friction_eps, kd, c_point, c_normal, c_vel, c_active, slots)
-                        vertex_update(i, fl + fe, Hl + He, x, x_prev, self_enabled, min_dist, bound_fraction, ground_enabled,
-                                      ground_height, r, contact_stiffness, h, kd, c_point, c_normal, c_vel, c_active, slots,
-                                      jacobi, x_out, relax, cheb_omega)
+                        fc, Hc = vertex_pair_contacts(i, lane, step, x, x_prev, tri, v_tri_offsets, v_tri, edges,
+                                                      v_edge_offsets, v_edge, r, contact_stiffness, mu, h, friction_eps, kd,
+                                                      collider_enabled, cpts, cvel, cvn, cedges, cen, kce, ce_count, ce_edge,
+                                                      kct, ct_count, ct_vertex, self_enabled, kv, kt, ke, vt_count, vt_tri,
+                                                      tv_count, tv_vertex, ee_count, ee_edge, vertex_color, x_iter)
+                        fe = fe + fc
+                        He = He + Hc
+                if wp.static(tiled and whole_warp):
+                    fe, He = warp_sum_block(fe, He)
+                elif wp.static(tiled):
+                    fe, He = half_warp_sum_block(fe, He)
+                if wp.static(pair_contacts):
+                    if collider_enabled != 0:
+                        # collider feature planes the step would cross (every lane needs the trial step: the
+                        # butterfly above left the sums in every lane)
+                        fa = wp.vec3(0.0)
+                        Ha = wp.mat33(0.0)
+                        if valid:
+                            fl, Hl = vertex_local(i, x, x_prev, y, normals, mass, vertex_area, spring, spring_k,
+                                                  v_spring_offsets, v_spring, h, drag, wind, ground_enabled, ground_height, r,
+                                                  contact_stiffness, mu, friction_eps, kd, c_point, c_normal, c_vel, c_active,
+                                                  slots)
+                            Ht = Hl + He
+                            dx = wp.vec3(0.0)
+                            dx, ok = block_step(Ht, fl + fe)
+                            # a plane crossed by less than CROSS_MIN_FRACTION of the thickness is left to the next
+                            # iteration (the walk over the pairs again costs as much as the first one)
+                            if wp.length(dx) > CROSS_MIN_FRACTION * r:
+                                fa, Ha = collider_pair_crossings(i, lane, step, dx, x, x_prev, tri,
+                                                                 v_tri_offsets, v_tri, edges, v_edge_offsets, v_edge, r,
+                                                                 contact_stiffness, h, kd, cpts, cvel, cvn, cedges, cen, kce,
+                                                                 ce_count, ce_edge, kct, ct_count, ct_vertex)
+                        if wp.static(tiled and whole_warp):
+                            fa, Ha = warp_sum_block(fa, Ha)
+                        elif wp.static(tiled):
+                            fa, Ha = half_warp_sum_block(fa, Ha)
+                        fe = fe + fa
+                        He = He + Ha
+                if valid and lane == 0:
+                    fl, Hl = vertex_local(i, x, x_prev, y, normals, mass, vertex_area, spring, spring_k, v_spring_offsets,
+                                          v_spring, h, drag, wind, ground_enabled, ground_height, r, contact_stiffness, mu,
+                                          friction_eps, kd, c_point, c_normal, c_vel, c_active, slots)
+                    vertex_update(i, fl + fe, Hl + He, x, x_prev, self_enabled, min_dist, bound_fraction, ground_enabled,
+                                  ground_height, r, contact_stiffness, h, kd, c_point, c_normal, c_vel, c_active, slots,
+                                  jacobi, x_out, relax, cheb_omega)
             if wp.static(sweep):  # every thread done with colour c before any starts the next
                 if c < color_count:
                     cpu_barrier(sync, (c + 1) * threads)  # a wait that timed out flags sync[1]: the solver raises
