@@ -117,6 +117,7 @@ class SolverVBD:
         offsets += [offsets[-1]] * (SWEEP_MAX_COLORS + 1 - len(offsets))
         self._sweep_offsets = wp.array(offsets[: SWEEP_MAX_COLORS + 1], dtype=wp.int32, device=d)
         self._sweep_sync = wp.zeros(2, dtype=wp.int32, device=d)
+        self._sweep_fits = None  # (colouring suits the sweep, cores this process may run on): _sweep_ok
         self._sweep_claims = wp.zeros(max(1, self._color_end()) if d.is_cpu else 1, dtype=wp.int32, device=d)
         self.colliders: list = []
         self._alloc_contacts()
@@ -466,14 +467,18 @@ class SolverVBD:
         SWEEP_MAX_COLORS colours in colour order without gaps, and no more threads than this process may
         run at once (a thread waiting at the barrier spins: one without a core of its own would hold up the
         others until the scheduler moved it)."""
-        ranges = self.model.color_ranges
-        contiguous = all(a[0] + a[1] == b[0] for a, b in zip(ranges, ranges[1:]))
-        try:
-            cores = len(os.sched_getaffinity(0))
-        except AttributeError:  # not on Linux
-            cores = os.cpu_count() or 1
-        return (0 < len(ranges) <= SWEEP_MAX_COLORS and contiguous
-                and any(c >= CPU_SWEEP_COLOR_MIN for _, c in ranges) and self._cpu_threads() <= cores)
+        if self._sweep_fits is None:  # the colouring and the cores do not change: once per solver
+            ranges = self.model.color_ranges
+            contiguous = all(a[0] + a[1] == b[0] for a, b in zip(ranges, ranges[1:]))
+            try:
+                cores = len(os.sched_getaffinity(0))
+            except AttributeError:  # not on Linux
+                cores = os.cpu_count() or 1
+            shaped = (0 < len(ranges) <= SWEEP_MAX_COLORS and contiguous
+                      and any(c >= CPU_SWEEP_COLOR_MIN for _, c in ranges))
+            self._sweep_fits = (shaped, cores)
+        shaped, cores = self._sweep_fits
+        return shaped and self._cpu_threads() <= cores
 
     def _solve_cpu_sweep(self, args, threads) -> None:
         """One Gauss–Seidel iteration over every colour on ``threads`` CPU threads: one recorded launch of
