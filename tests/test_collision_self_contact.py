@@ -272,34 +272,64 @@ def test_rest_neighbours_over_the_face_are_kept(cloth, device):
 @pytest.mark.parametrize("rest_radius, over_face, capacity", [(0.0, 0.0, 64), (0.1, 0.0, 64), (0.1, 0.9, 64),
                                                            (0.0, 0.0, 3)])
 def test_tiled_search_gives_the_same_lists(cloth, device, rest_radius, over_face, capacity):
-    """The tiled searches (a block of threads a query, CUDA's: vertex_triangle_tiled_kernel, edge_edge_tiled_kernel;
-    off CUDA they run on Warp's CPU fallback of the block query) against the one-thread searches on the crumpled
-    cloth: the same lists (the one-thread vertex-triangle lists are in BVH order, the tiled ones sorted), the same
-    min_dist bit for bit and the same overflow record; with capacity 3 every kind of list overflows."""
+    """The tiled searches (CUDA's: a block of threads a query; off CUDA they run on Warp's CPU fallback of the
+    block query) against the one-thread searches on the crumpled cloth: a query a vertex and one an edge
+    (vertex_triangle_tiled_kernel, edge_edge_tiled_kernel) and one query a triangle for both
+    (triangle_pairs_tiled_kernel, CUDA's default). The same lists (the one-thread vertex-triangle lists are in
+    BVH order, the tiled ones sorted), the same min_dist bit for bit and the same overflow record; with capacity 3
+    every kind of list overflows."""
     x, tris, edges, _ = cloth
     n = int(round(np.sqrt(len(x))))
     u, v = np.meshgrid(np.linspace(0, 1, n), np.linspace(0, 1, n), indexing="ij")
     rest = np.stack([u, v, np.zeros_like(u)], -1).reshape(-1, 3)
     got = []
-    for tiled in (False, True):
+    for tiled, by_triangle in ((False, False), (True, False), (True, True)):
         det = SelfContactDetector(len(x), tris, edges, vertex_capacity=capacity, edge_capacity=capacity, device=device,
                                   positions=x, rest=rest, panel=np.zeros(len(x), np.int32))
-        det.tiled = tiled
+        assert det.by_triangle  # every vertex and edge of a grid lies in a triangle
+        det.tiled, det.by_triangle = tiled, by_triangle
         det.detect(wp.array(x, dtype=wp.vec3, device=device), R, rest_radius=rest_radius, over_face_cos=over_face)
         lists = det.lists_numpy()
         got.append((lists, int(det.overflow.numpy()[0]), det.required.numpy().tolist()))
         det.release()
-    (one, over1, req1), (til, over2, req2) = got
-    assert (over1, req1) == (over2, req2)
-    assert (over1 > 0 and min(req1) > capacity) if capacity < 64 else over1 == 0
-    np.testing.assert_array_equal(one["min_dist"], til["min_dist"])
-    assert (one["min_dist"] < R).sum() > len(x) // 4
-    if capacity < 64:  # which pairs an overflowing list keeps depends on the order they were found in
-        return
-    for kind in ("vt", "tv", "ee"):
-        assert sum(len(a) for a in one[kind]) > 100
-        for a, b in zip(one[kind], til[kind]):
-            np.testing.assert_array_equal(np.sort(a), b)
+    (one, over1, req1) = got[0]
+    for til, over2, req2 in got[1:]:
+        assert (over1, req1) == (over2, req2)
+        assert (over1 > 0 and min(req1) > capacity) if capacity < 64 else over1 == 0
+        np.testing.assert_array_equal(one["min_dist"], til["min_dist"])
+        assert (one["min_dist"] < R).sum() > len(x) // 4
+        if capacity < 64:  # which pairs an overflowing list keeps depends on the order they were found in
+            continue
+        for kind in ("vt", "tv", "ee"):
+            assert sum(len(a) for a in one[kind]) > 100
+            for a, b in zip(one[kind], til[kind]):
+                np.testing.assert_array_equal(np.sort(a), b)
+
+
+def test_triangle_ownership_covers_every_vertex_and_edge_once():
+    """triangle_ownership gives each vertex and each edge to exactly one triangle that contains it (the lowest),
+    and finds each triangle's edges; a vertex or an edge in no triangle, or an edge listed twice, means no
+    ownership (the search a vertex and an edge is used)."""
+    from clothsim.collision.self_contact import triangle_ownership
+
+    x, tris, edges = crumpled_cloth()
+    tris, edges = np.asarray(tris), np.asarray(edges)
+    tri_edges, own = triangle_ownership(tris, edges, len(x))
+    v_count = np.zeros(len(x), int)
+    e_count = np.zeros(len(edges), int)
+    for t, (tri, te, bits) in enumerate(zip(tris, tri_edges, own)):
+        for k in range(3):
+            a, b = tri[k], tri[(k + 1) % 3]
+            assert sorted(edges[te[k]]) == sorted((a, b))
+            if bits >> k & 1:
+                v_count[tri[k]] += 1
+                assert t == np.nonzero((tris == tri[k]).any(1))[0].min()
+            if bits >> (3 + k) & 1:
+                e_count[te[k]] += 1
+    assert (v_count == 1).all() and (e_count == 1).all()
+    assert triangle_ownership(tris, edges, len(x) + 1) is None  # a vertex in no triangle
+    assert triangle_ownership(tris, np.vstack([edges, [[0, len(x) - 1]]]), len(x)) is None  # an edge in none
+    assert triangle_ownership(tris, np.vstack([edges, edges[:1, ::-1]]), len(x)) is None  # an edge twice
 
 
 def test_simulator_over_face_setting_reaches_the_detector(cloth, device):
