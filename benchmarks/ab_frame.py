@@ -65,7 +65,7 @@ def worker(a) -> None:
         sc = Scene(cs, "fold", n, 1.0, mat)
         r = ClothsimRunner(cs, sc, mat, a.device, sa.substeps, initial_guess_for(sa, "fold"), sa.chebyshev_rho,
                            sa.membrane_hessian, None, sa.chebyshev_delay, sa.chebyshev_cap,
-                           self_contact_bound=a.self_contact_bound)
+                           self_contact_bound=a.self_contact_bound, deterministic=False if a.no_deterministic else None)
         for it in a.iterations:
             out[f"fold{n}/{it}"] = timing(r, it, a.frames, a.runs)["ms_median"]
         r.sim.release()
@@ -93,6 +93,9 @@ def main(argv=None) -> int:
     ap.add_argument("--folds", default="", help="comma list of N: sim_grid's fold (self contact) at that size")
     ap.add_argument("--self-contact-bound", type=float, default=None,
                     help="folds: Simulator(self_contact_bound=) (default: clothsim's)")
+    ap.add_argument("--b-no-deterministic", action="store_true",
+                    help="tree B runs with Simulator(deterministic=False) (e.g. --a . --b . to time the list ordering)")
+    ap.add_argument("--no-deterministic", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--root", help=argparse.SUPPRESS)
     ap.add_argument("--json", default="out/bench/ab_frame.json")
@@ -121,6 +124,7 @@ def main(argv=None) -> int:
     for k in range(a.rounds):
         for tag in ("a", "b"):
             cmd = [sys.executable, os.path.abspath(__file__), "--worker", "--root", getattr(a, tag), *common]
+            cmd += ["--no-deterministic"] if tag == "b" and a.b_no_deterministic else []
             p = subprocess.run(cmd, capture_output=True, text=True)
             line = next((s for s in p.stdout.splitlines() if s.startswith("AB_RESULT ")), None)
             if p.returncode != 0 or line is None:
@@ -145,7 +149,7 @@ def main(argv=None) -> int:
     res = {"a": os.path.abspath(a.a), "b": os.path.abspath(a.b), "device": a.device, "frames": a.frames,
            "runs": a.runs, "rounds": a.rounds, "chebyshev_rho": a.chebyshev_rho,
            "chebyshev_delay": a.chebyshev_delay, "chebyshev_cap": a.chebyshev_cap,
-           "initial_guess": a.initial_guess, "rows": rows}
+           "initial_guess": a.initial_guess, "b_no_deterministic": a.b_no_deterministic, "rows": rows}
     sys.path.insert(0, HERE)
     from sim_grid import save_json
 

@@ -10,7 +10,8 @@ Variants: ``prod`` (the solver's kernels), ``box`` (the same box query, pair tes
 ids in one vec4i load), ``leafK`` (BVH leaves of K primitives), ``cubql`` (Warp's cuBQL constructor),
 ``tiled`` (a block of 32 threads traverses one query together: ``wp.tile_bvh_query_aabb``). Where the
 detector is tiled (CUDA), first the whole detection and the searches alone, a query a vertex and one an edge
-(``two_queries``) against one query a triangle for both (``by_triangle``).
+(``two_queries``) against one query a triangle for both (``by_triangle``; ``by_tri_unordered``: the lists
+left unranked, ``Simulator(deterministic=False)``; timed last, it reallocates the lists).
 
     python benchmarks/detect_variants.py --device cuda:0 --sizes 128,256 --frames 20 --json out/detect_variants.json
 """
@@ -410,11 +411,18 @@ def run_size(cs, a, n):
                             block_dim=det_kernels.TILE_LANES, device=dev)
         return fn
 
+    def unordered():  # by_triangle, the lists left in their appends' order (Simulator(deterministic=False))
+        if det.ordered:
+            det.ordered = False
+            det._allocate_lists()
+        detect_with(True)()
+
     if det.tiled and by_triangle:
         variants = [("detect", "two_queries", detect_with(False), pairs_both),
                     ("detect", "by_triangle", detect_with(True), pairs_both),
                     ("search", "two_queries", searches_with(False), pairs_both),
                     ("search", "by_triangle", searches_with(True), pairs_both)] + variants
+        variants.append(("detect", "by_tri_unordered", unordered, pairs_both))  # last: it reallocates the lists
     if a.only:
         variants = [v for v in variants if v[0] in a.only.split(",")]
     rows = []

@@ -29,8 +29,10 @@ class ClothsimRunner:
                  membrane_hessian: str = "neo-hookean", cpu_threads: int | None = None,
                  chebyshev_delay: int = 1, chebyshev_cap: bool = False, sweep: str = "gauss-seidel",
                  jacobi_omega: float = 1.0, name: str = "clothsim", over_face: float = 0.0,
-                 self_contact_bound: float | None = None):
+                 self_contact_bound: float | None = None, deterministic: bool | None = None):
         self.name = name
+        # Simulator(deterministic=) when set (older trees, ab_frame.py's --a, have no such argument)
+        self.deterministic = deterministic
         # with self collision: Simulator(self_contact_over_face=, self_contact_bound=); None = clothsim's default
         self.over_face, self.self_contact_bound = over_face, self_contact_bound
         self.sweep, self.jacobi_omega = sweep, jacobi_omega
@@ -68,7 +70,8 @@ class ClothsimRunner:
                                      self_contact_over_face=self.over_face if sc.self_collision else 0.0,
                                      # only when set: older trees (ab_frame.py's --a) have no such argument
                                      **({"self_contact_bound": self.self_contact_bound}
-                                        if self.self_contact_bound is not None and sc.self_collision else {}))
+                                        if self.self_contact_bound is not None and sc.self_collision else {}),
+                                     **({"deterministic": self.deterministic} if self.deterministic is not None else {}))
         self.iterations = iterations
         self.x0 = self.sim.positions().copy()
         self.v0 = np.zeros_like(self.x0)

@@ -69,6 +69,9 @@ def main():
     ap.add_argument("--no-newton", action="store_true")
     ap.add_argument("--advance", type=int, default=0,
                     help="frames stepped before clothsim's profile (the fold piles up over its first 30 frames)")
+    ap.add_argument("--self-contact-bound", type=float, default=None, help="clothsim's (sim_grid's option)")
+    ap.add_argument("--deterministic", action=argparse.BooleanOptionalAction, default=None,
+                    help="clothsim's Simulator(deterministic=) (sim_grid's option)")
     ap.add_argument("--json", default="out/bench/kernel_profile.json")
     a = ap.parse_args()
     import warp as wp
@@ -76,7 +79,9 @@ def main():
     wp.config.quiet = True
     import clothsim as cs
 
-    sa = parse_args(["--device", a.device])
+    sa = parse_args(["--device", a.device] + (["--self-contact-bound", str(a.self_contact_bound)]
+                                              if a.self_contact_bound is not None else [])
+                    + ([] if a.deterministic is None else ["--deterministic" if a.deterministic else "--no-deterministic"]))
     mat = material_from(sa)
     res = {}
     for kind in a.cases.split(","):
@@ -85,7 +90,8 @@ def main():
             for it in (int(s) for s in a.iterations.split(",")):
                 r = ClothsimRunner(cs, sc, mat, a.device, sa.substeps, initial_guess_for(sa, kind), sa.chebyshev_rho,
                                    sa.membrane_hessian, chebyshev_delay=sa.chebyshev_delay,
-                                   chebyshev_cap=sa.chebyshev_cap)
+                                   chebyshev_cap=sa.chebyshev_cap, self_contact_bound=sa.self_contact_bound,
+                                   deterministic=sa.deterministic)
                 r.build(it)
                 r.reset()
                 for _ in range(a.advance):

@@ -131,7 +131,7 @@ def clothsim_runner(cs, scene, mat, a, chebyshev_rho: float | None = None, **kw)
     return ClothsimRunner(cs, scene, mat, a.device, a.substeps, initial_guess_for(a, scene.kind),
                           a.chebyshev_rho if chebyshev_rho is None else chebyshev_rho, a.membrane_hessian,
                           a.cpu_threads, a.chebyshev_delay, a.chebyshev_cap, over_face=a.over_face_cos,
-                          self_contact_bound=a.self_contact_bound, **kw)
+                          self_contact_bound=a.self_contact_bound, deterministic=a.deterministic, **kw)
 
 
 def initial_guess_for(a, kind: str) -> str:
@@ -336,6 +336,10 @@ def parse_args(argv=None):
                     "to the nearest primitive a vertex may move a substep, which also caps its speed (default: "
                     f"clothsim's, 0.4); {NEWTON_SELF_CONTACT_BOUND} is Newton 1.8's (0.5 x its default "
                     "dat_conservative_bound_relaxation 0.85), for a comparison in which both solvers have one cap")
+    ap.add_argument("--deterministic", action=argparse.BooleanOptionalAction, default=None,
+                    help="clothsim's Simulator(deterministic=...): --no-deterministic leaves the self-contact lists in "
+                    "the order their atomic appends arrived in (CUDA: one pass less a list kind, runs not bit-identical "
+                    "run to run); default: clothsim's (deterministic)")
     ap.add_argument("--over-face-cos", type=float, default=FOLD_OVER_FACE,
                     help="the fold's Simulator(self_contact_over_face=...): keep a rest-neighbour vertex-triangle pair "
                     "whose vertex has come over the face (cosine of the separation with the face normal at least "

@@ -114,6 +114,12 @@ class Simulator:
             ``dat_conservative_bound_relaxation`` (0.85) × the search radius between detections, 0.425, and by
             default detects twice a substep (clothsim: once): benchmarks/sim_grid.py's ``--self-contact-bound
             0.425 --newton-self-contact-detection pre-init`` gives both solvers the same cap.
+        deterministic: with self_collision, put every self-contact list in order after its search (the default),
+            so CUDA runs are bit-identical run to run (the solve sums a vertex's contacts in list order, and
+            the searches append to the lists with atomics, in an order that varies on CUDA). False skips that
+            pass on CUDA (the lists keep their appends' order): faster, and runs then differ by rounding that
+            the fold's buckling amplifies (README, "Determinism"). The CPU's appends come in one order, so its
+            runs are bit-identical either way.
         cpu_threads: on the CPU, how many threads share each colour's vertices (a colour's vertices are
             independent, so the result is bit-identical for any count); default: the machine's cores (at
             most 8). A colour is split when it has at least ``2 * clothsim.solver.vbd.CPU_CHUNK_MIN``
@@ -162,7 +168,7 @@ class Simulator:
                  chebyshev_delay: int = 0, chebyshev_cap: bool = False, membrane_hessian: str = "stvk",
                  model: ClothModel | None = None, cpu_threads: int | None = None, sweep: str = "gauss-seidel",
                  jacobi_omega: float = 0.66, self_contact_over_face: float = 0.0,
-                 self_contact_bound: float = BOUND_FRACTION):
+                 self_contact_bound: float = BOUND_FRACTION, deterministic: bool = True):
         if isinstance(cloths, Cloth):
             cloths = [cloths]
         cloths = list(cloths)
@@ -236,6 +242,9 @@ class Simulator:
                              f"move at most this fraction of it, so together less than all of it), "
                              f"got {self_contact_bound!r}")
         self.self_contact_bound = float(self_contact_bound)
+        if not isinstance(deterministic, (bool, np.bool_)):
+            raise InputError(f"Simulator: deterministic must be True or False, got {deterministic!r}")
+        self.deterministic = bool(deterministic)
         if cpu_threads is None:
             cpu_threads = default_cpu_threads()
         if int(cpu_threads) != cpu_threads or cpu_threads < 1:

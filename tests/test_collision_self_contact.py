@@ -275,17 +275,19 @@ def test_tiled_search_gives_the_same_lists(cloth, device, rest_radius, over_face
     """The tiled searches (CUDA's: a block of threads a query; off CUDA they run on Warp's CPU fallback of the
     block query) against the one-thread searches on the crumpled cloth: a query a vertex and one an edge
     (vertex_triangle_tiled_kernel, edge_edge_tiled_kernel) and one query a triangle for both
-    (triangle_pairs_tiled_kernel, CUDA's default). The same lists (the one-thread vertex-triangle lists are in
-    BVH order, the tiled ones sorted), the same min_dist bit for bit and the same overflow record; with capacity 3
+    (triangle_pairs_tiled_kernel, CUDA's default), also with the lists left unordered (``ordered=False``). The
+    same lists (the one-thread vertex-triangle lists are in BVH order, the ordered tiled ones sorted, the unordered
+    ones in their appends' order), the same min_dist bit for bit and the same overflow record; with capacity 3
     every kind of list overflows."""
     x, tris, edges, _ = cloth
     n = int(round(np.sqrt(len(x))))
     u, v = np.meshgrid(np.linspace(0, 1, n), np.linspace(0, 1, n), indexing="ij")
     rest = np.stack([u, v, np.zeros_like(u)], -1).reshape(-1, 3)
     got = []
-    for tiled, by_triangle in ((False, False), (True, False), (True, True)):
+    for tiled, by_triangle, ordered in ((False, False, True), (True, False, True), (True, True, True),
+                                        (True, True, False)):
         det = SelfContactDetector(len(x), tris, edges, vertex_capacity=capacity, edge_capacity=capacity, device=device,
-                                  positions=x, rest=rest, panel=np.zeros(len(x), np.int32))
+                                  positions=x, rest=rest, panel=np.zeros(len(x), np.int32), ordered=ordered)
         assert det.by_triangle  # every vertex and edge of a grid lies in a triangle
         det.tiled, det.by_triangle = tiled, by_triangle
         det.detect(wp.array(x, dtype=wp.vec3, device=device), R, rest_radius=rest_radius, over_face_cos=over_face)
@@ -303,7 +305,12 @@ def test_tiled_search_gives_the_same_lists(cloth, device, rest_radius, over_face
         for kind in ("vt", "tv", "ee"):
             assert sum(len(a) for a in one[kind]) > 100
             for a, b in zip(one[kind], til[kind]):
-                np.testing.assert_array_equal(np.sort(a), b)
+                np.testing.assert_array_equal(np.sort(a), np.sort(b))
+    # ordered lists are sorted; the unordered ones (ordered=False) hold the same entries in their appends' order
+    for lists, _, _ in got[1:3]:
+        assert all((np.diff(a) > 0).all() for k in ("vt", "tv", "ee") for a in lists[k])
+    if capacity == 64:
+        assert any((np.diff(a) < 0).any() for a in got[3][0]["ee"])
 
 
 def test_triangle_ownership_covers_every_vertex_and_edge_once():

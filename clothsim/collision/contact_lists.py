@@ -7,6 +7,8 @@
   in-place insertion sort (``finish_lists_kernel``: Warp runs a CPU launch's threads in index order, so the
   appends arrive nearly sorted); on CUDA ``rank_lists_warp_kernel``, a warp a list writing each entry to
   its rank in a second array;
+* ``clamp_lists_kernel``: the same bookkeeping without the ordering (``ordered=False``: faster on CUDA, not
+  bit-identical run to run there);
 * ``edge_edge_scatter_kernel``: on the CPU, the two-sided edge–edge lists from the lower-edge lists that
   several threads searched;
 * ``merge_side_kernel``: on the CPU, a worker thread's own minimum distances and overflow record, kept apart
@@ -113,6 +115,23 @@ def finish_lists_kernel(
             items[base + j + 1] = items[base + j]
             j -= 1
         items[base + j + 1] = key
+
+
+@wp.kernel
+def clamp_lists_kernel(
+    capacity: int,
+    kind: int,
+    need: wp.array(dtype=wp.int32),
+    count: wp.array(dtype=wp.int32),
+    overflow: wp.array(dtype=wp.int32),
+    required: wp.array(dtype=wp.int32),
+):
+    """:func:`finish_lists_kernel` without the ordering (``SelfContactDetector(ordered=False)``): record an
+    overflow and clamp the count; the entries stay in the order their appends arrived in (on CUDA that order
+    varies run to run)."""
+    i = wp.tid()
+    record_overflow(need[i], capacity, kind, overflow, required)
+    count[i] = wp.min(count[i], capacity)
 
 
 @wp.kernel

@@ -11,7 +11,10 @@ on the CPU one thread a query (the CPU's vt lists written in BVH traversal order
 are put in order afterwards, so every list is the same run to run: on the CPU sorted in place
 (``finish_lists_kernel``); on CUDA the appends go to lists of their own (``vt_append``, ``tv_append``,
 ``ee_append``) and a warp a list writes each entry to its rank in the final list
-(``rank_lists_warp_kernel``; both kernels in :mod:`.contact_lists`). A list array holds at most ``MAX_LIST_ENTRIES`` entries (primitives × capacity):
+(``rank_lists_warp_kernel``; both kernels in :mod:`.contact_lists`), unless ``ordered=False``.
+On CUDA, where every vertex and edge lies in a triangle, both searches are one query a triangle
+(``triangle_pairs_tiled_kernel``: each vertex and edge is searched for by the one triangle that owns it).
+A list array holds at most ``MAX_LIST_ENTRIES`` entries (primitives × capacity):
 :meth:`SelfContactDetector.grow` past that raises :class:`clothsim.errors.SimulationError`.
 
 Array layouts (all int32 / float32 wp.arrays on the detector's device):
@@ -48,8 +51,8 @@ import warp as wp
 from ..cpu_threads import taker
 from ..errors import SimulationError
 from ._arrays import MAX_LIST_ENTRIES, as_index_array, as_vec3_array, query_block_dim
-from .contact_lists import (add_counts_kernel, edge_edge_scatter_kernel, finish_lists_kernel, merge_side_kernel,
-                            rank_lists_warp_kernel, triangle_vertex_scatter_kernel)
+from .contact_lists import (add_counts_kernel, clamp_lists_kernel, edge_edge_scatter_kernel, finish_lists_kernel,
+                            merge_side_kernel, rank_lists_warp_kernel, triangle_vertex_scatter_kernel)
 from .self_contact_kernels import (TILE_LANES, copy_points_kernel, edge_bounds_kernel, edge_edge_half_kernel,
                                    edge_edge_kernel, edge_edge_tiled_kernel, pack_edges_kernel, pack_triangles_kernel,
                                    triangle_bounds_kernel, triangle_pairs_tiled_kernel, vertex_triangle_kernel,
@@ -127,6 +130,8 @@ class SelfContactDetector:
         triangle_capacity: Kt, vertices stored per triangle (tv lists); default Kv.
         positions: optional ``(N, 3)`` positions [m] to build the BVHs now. Without them the BVHs
             are built by the first :meth:`detect` (which then allocates; do it before graph capture).
+        ordered: put the appended lists in order (default), so they are the same run to run; False leaves them in
+            the order the appends arrived in, which on CUDA varies run to run (one pass less a list kind).
 
     The triangle, vertex and edge BVHs are built once and refitted by every :meth:`detect`, or
     re-split in place (``detect(..., rebuild=True)`` or :meth:`rebuild`) when the cloth has deformed
@@ -148,8 +153,12 @@ class SelfContactDetector:
         weld=None,
         rest=None,
         panel=None,
+        ordered: bool = True,
     ):
         self.device = wp.get_device(device)
+        # appended lists put in order (the same run to run; on CUDA a ranking pass a list kind), or left in the
+        # order the appends arrived in (CUDA: that order varies run to run; the CPU's appends come in one order)
+        self.ordered = bool(ordered)
         self.vertex_count = int(positions_capacity)
         self.triangles = as_index_array(triangles, 3, self.device)
         self.edges = as_index_array(edges, 2, self.device)
@@ -244,7 +253,7 @@ class SelfContactDetector:
         # where the atomic appends go: on CUDA lists of their own, ranked into vt_tri / tv_vertex / ee_edge
         # (rank_lists_warp_kernel); on the CPU the lists themselves, sorted in place (finish_lists_kernel; the CPU's
         # one-thread vertex-triangle search writes its lists in BVH order, no appends)
-        if dev.is_cuda:
+        if dev.is_cuda and self.ordered:
             self.vt_append = wp.zeros_like(self.vt_tri)
             self.tv_append = wp.zeros_like(self.tv_vertex)
             self.ee_append = wp.zeros_like(self.ee_edge)
@@ -263,7 +272,8 @@ class SelfContactDetector:
             self.triangle_lowers, self.triangle_uppers,
             self.vt_count, self.tv_count, self.tv_need, self.ee_count, self.min_dist, self.weld, self.rest, self.panel,
             self.overflow, self.required, self.vt_tri, self.tv_vertex, self.ee_edge, self.triangles, self.edges,
-            *((self.vt_append, self.tv_append, self.ee_append) if self.device.is_cuda else ()), *self._side_mins, *self._side_flags,
+            *((self.vt_append, self.tv_append, self.ee_append) if self.vt_append is not self.vt_tri else ()),
+            *self._side_mins, *self._side_flags,
             self.edge_info, self.tri_info, self.tri_weld, self.tri_edges,
             *self._side_needs, self._half_edge, self._half_count, self._ee_need,
         )  # fmt: skip
@@ -494,7 +504,10 @@ class SelfContactDetector:
 
     def _finish(self, capacity, kind, need, count, appended, items, flags):
         dev = self.device
-        if dev.is_cuda:
+        if not self.ordered:
+            wp.launch(clamp_lists_kernel, dim=count.shape[0], inputs=[capacity, kind, need],
+                      outputs=[count, *flags], device=dev)
+        elif dev.is_cuda:
             wp.launch(rank_lists_warp_kernel, dim=count.shape[0] * 32, inputs=[capacity, kind, need, count, appended],
                       outputs=[items, *flags], device=dev)
         else:

@@ -40,6 +40,7 @@ class SelfCollision:
             positions=model.host_rest_positions.astype(np.float32),
             weld=weld_representatives(n, model.host_springs),
             rest=rest_space(model), panel=panels(n, model.host_triangles),
+            ordered=bool(getattr(settings, "deterministic", True)),
         )
         # CPU with worker threads: the threaded search's own buffers now, not in the first step
         self.workers = detect_workers(d, getattr(settings, "cpu_threads", 1))
