@@ -8,10 +8,14 @@ the solver's own kernel (printed; a mismatch is flagged), so the table compares 
 Variants: ``prod`` (the solver's kernels), ``box`` (the same box query, pair test through a function),
 ``sphere`` / ``capsule`` (Warp's sphere and capsule BVH queries), ``packed`` (edge endpoints and their weld
 ids in one vec4i load), ``leafK`` (BVH leaves of K primitives), ``cubql`` (Warp's cuBQL constructor),
-``tiled`` (a block of 32 threads traverses one query together: ``wp.tile_bvh_query_aabb``). Where the
-detector is tiled (CUDA), first the whole detection and the searches alone, a query a vertex and one an edge
-(``two_queries``) against one query a triangle for both (``by_triangle``; ``by_tri_unordered``: the lists
-left unranked, ``Simulator(deterministic=False)``; timed last, it reallocates the lists).
+``tiled`` (a block of 32 threads traverses one query together: ``wp.tile_bvh_query_aabb``). ``detect``: the
+whole detection with its lists put in order (``ordered``) and left in their appends' order (``unordered``,
+``Simulator(deterministic=False)``; timed last, it reallocates the lists).
+
+Session 27 tried one query a triangle for both searches (each vertex and edge searched for by one triangle that
+owns it): the same pairs, but on the H200 9.0x slower at N = 256 (5.7 → 50.8 ms) and 6.0x at N = 128
+(`results/detect_variants_h200_s27_by_triangle.json`): in a pile the candidates grow with the query box's
+volume, and a triangle pair brings up to nine edge pairs to test, most of them apart.
 
     python benchmarks/detect_variants.py --device cuda:0 --sizes 128,256 --frames 20 --json out/detect_variants.json
 """
@@ -379,50 +383,22 @@ def run_size(cs, a, n):
         variants.append(("vt", "tiled", vt(vt_tiled, tb, tiled=True), pairs_v))
         variants += [("vt", f"tiled_packed{b}", vt(vt_tiled_packed, tb, tiled=True, args=packed_v, block=b), pairs_v)
                      for b in (16, 32, 64)]
-    # the whole detection (bounds, refit, searches, ranking) and the searches alone: a query a vertex and one an edge
-    # against one query a triangle for both (det.by_triangle; CUDA's default where every vertex and edge lies in a
-    # triangle); pairs = vertex-triangle + edge-edge list entries
-    filt = [det.weld, det.rest, det.panel, rr, r]
-    flags = [det.overflow, det.required]
-    by_triangle = det.by_triangle
-
+    # the whole detection (bounds, refit, searches, lists put in order) against the same with the lists left in
+    # their appends' order (Simulator(deterministic=False)); pairs = vertex-triangle + edge-edge list entries
     def pairs_both():
         return int(det.vt_count.numpy().sum()) + int(det.ee_count.numpy().sum())
 
-    def detect_with(by_tri):
-        def fn():
-            det.by_triangle = by_tri
-            det.detect(det.points, r, rest_radius=rr)
-        return fn
+    def detect():
+        det.detect(det.points, r, rest_radius=rr)
 
-    def searches_with(by_tri):
-        def fn():
-            det.ee_count.zero_()
-            det.tv_need.zero_()
-            det.min_dist.fill_(r)
-            if by_tri:
-                det._triangle_pair_lists(filt, 0.0, flags)
-                return
-            prod_ee_kernel()
-            det.vt_count.zero_()
-            wp.launch_tiled(det_kernels.vertex_triangle_tiled_kernel, dim=[nv],
-                            inputs=[det.triangle_bvh.id, det.points, det.tri_info, det.tri_weld, *filt, 0.0, det.vt_capacity],
-                            outputs=[det.vt_count, det.vt_append, det.min_dist, det.tv_need],
-                            block_dim=det_kernels.TILE_LANES, device=dev)
-        return fn
-
-    def unordered():  # by_triangle, the lists left in their appends' order (Simulator(deterministic=False))
-        if det.ordered:
+    def unordered():
+        if det.ordered:  # reallocates the lists (no separate append arrays)
             det.ordered = False
             det._allocate_lists()
-        detect_with(True)()
+        detect()
 
-    if det.tiled and by_triangle:
-        variants = [("detect", "two_queries", detect_with(False), pairs_both),
-                    ("detect", "by_triangle", detect_with(True), pairs_both),
-                    ("search", "two_queries", searches_with(False), pairs_both),
-                    ("search", "by_triangle", searches_with(True), pairs_both)] + variants
-        variants.append(("detect", "by_tri_unordered", unordered, pairs_both))  # last: it reallocates the lists
+    variants = [("detect", "ordered", detect, pairs_both)] + variants
+    variants.append(("detect", "unordered", unordered, pairs_both))  # last: it reallocates the lists
     if a.only:
         variants = [v for v in variants if v[0] in a.only.split(",")]
     rows = []
@@ -437,7 +413,6 @@ def run_size(cs, a, n):
         ref.setdefault(kind, p)
         rows.append({"N": n, "search": kind, "variant": name, "ms": ms, "pairs": p, "same_pairs": p == ref[kind]})
         print(f"  N = {n} {kind} {name:8s} {ms:8.3f} ms  pairs {p}{'' if p == ref[kind] else '  MISMATCH'}", flush=True)
-        det.by_triangle = by_triangle
     runner.sim.release()
     return rows
 

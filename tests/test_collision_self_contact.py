@@ -273,9 +273,8 @@ def test_rest_neighbours_over_the_face_are_kept(cloth, device):
                                                            (0.0, 0.0, 3)])
 def test_tiled_search_gives_the_same_lists(cloth, device, rest_radius, over_face, capacity):
     """The tiled searches (CUDA's: a block of threads a query; off CUDA they run on Warp's CPU fallback of the
-    block query) against the one-thread searches on the crumpled cloth: a query a vertex and one an edge
-    (vertex_triangle_tiled_kernel, edge_edge_tiled_kernel) and one query a triangle for both
-    (triangle_pairs_tiled_kernel, CUDA's default), also with the lists left unordered (``ordered=False``). The
+    block query: vertex_triangle_tiled_kernel, edge_edge_tiled_kernel) against the one-thread searches on the
+    crumpled cloth, also with the lists left unordered (``ordered=False``). The
     same lists (the one-thread vertex-triangle lists are in BVH order, the ordered tiled ones sorted, the unordered
     ones in their appends' order), the same min_dist bit for bit and the same overflow record; with capacity 3
     every kind of list overflows."""
@@ -284,12 +283,10 @@ def test_tiled_search_gives_the_same_lists(cloth, device, rest_radius, over_face
     u, v = np.meshgrid(np.linspace(0, 1, n), np.linspace(0, 1, n), indexing="ij")
     rest = np.stack([u, v, np.zeros_like(u)], -1).reshape(-1, 3)
     got = []
-    for tiled, by_triangle, ordered in ((False, False, True), (True, False, True), (True, True, True),
-                                        (True, True, False)):
+    for tiled, ordered in ((False, True), (True, True), (True, False)):
         det = SelfContactDetector(len(x), tris, edges, vertex_capacity=capacity, edge_capacity=capacity, device=device,
                                   positions=x, rest=rest, panel=np.zeros(len(x), np.int32), ordered=ordered)
-        assert det.by_triangle  # every vertex and edge of a grid lies in a triangle
-        det.tiled, det.by_triangle = tiled, by_triangle
+        det.tiled = tiled
         det.detect(wp.array(x, dtype=wp.vec3, device=device), R, rest_radius=rest_radius, over_face_cos=over_face)
         lists = det.lists_numpy()
         got.append((lists, int(det.overflow.numpy()[0]), det.required.numpy().tolist()))
@@ -307,36 +304,9 @@ def test_tiled_search_gives_the_same_lists(cloth, device, rest_radius, over_face
             for a, b in zip(one[kind], til[kind]):
                 np.testing.assert_array_equal(np.sort(a), np.sort(b))
     # ordered lists are sorted; the unordered ones (ordered=False) hold the same entries in their appends' order
-    for lists, _, _ in got[1:3]:
-        assert all((np.diff(a) > 0).all() for k in ("vt", "tv", "ee") for a in lists[k])
     if capacity == 64:
-        assert any((np.diff(a) < 0).any() for a in got[3][0]["ee"])
-
-
-def test_triangle_ownership_covers_every_vertex_and_edge_once():
-    """triangle_ownership gives each vertex and each edge to exactly one triangle that contains it (the lowest),
-    and finds each triangle's edges; a vertex or an edge in no triangle, or an edge listed twice, means no
-    ownership (the search a vertex and an edge is used)."""
-    from clothsim.collision.self_contact import triangle_ownership
-
-    x, tris, edges = crumpled_cloth()
-    tris, edges = np.asarray(tris), np.asarray(edges)
-    tri_edges, own = triangle_ownership(tris, edges, len(x))
-    v_count = np.zeros(len(x), int)
-    e_count = np.zeros(len(edges), int)
-    for t, (tri, te, bits) in enumerate(zip(tris, tri_edges, own)):
-        for k in range(3):
-            a, b = tri[k], tri[(k + 1) % 3]
-            assert sorted(edges[te[k]]) == sorted((a, b))
-            if bits >> k & 1:
-                v_count[tri[k]] += 1
-                assert t == np.nonzero((tris == tri[k]).any(1))[0].min()
-            if bits >> (3 + k) & 1:
-                e_count[te[k]] += 1
-    assert (v_count == 1).all() and (e_count == 1).all()
-    assert triangle_ownership(tris, edges, len(x) + 1) is None  # a vertex in no triangle
-    assert triangle_ownership(tris, np.vstack([edges, [[0, len(x) - 1]]]), len(x)) is None  # an edge in none
-    assert triangle_ownership(tris, np.vstack([edges, edges[:1, ::-1]]), len(x)) is None  # an edge twice
+        assert all((np.diff(a) > 0).all() for k in ("vt", "tv", "ee") for a in got[1][0][k])
+        assert any((np.diff(a) < 0).any() for a in got[2][0]["ee"])
 
 
 def test_simulator_over_face_setting_reaches_the_detector(cloth, device):

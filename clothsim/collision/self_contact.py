@@ -11,10 +11,7 @@ on the CPU one thread a query (the CPU's vt lists written in BVH traversal order
 are put in order afterwards, so every list is the same run to run: on the CPU sorted in place
 (``finish_lists_kernel``); on CUDA the appends go to lists of their own (``vt_append``, ``tv_append``,
 ``ee_append``) and a warp a list writes each entry to its rank in the final list
-(``rank_lists_warp_kernel``; both kernels in :mod:`.contact_lists`), unless ``ordered=False``.
-On CUDA, where every vertex and edge lies in a triangle, both searches are one query a triangle
-(``triangle_pairs_tiled_kernel``: each vertex and edge is searched for by the one triangle that owns it).
-A list array holds at most ``MAX_LIST_ENTRIES`` entries (primitives × capacity):
+(``rank_lists_warp_kernel``; both kernels in :mod:`.contact_lists`), unless ``ordered=False``. A list array holds at most ``MAX_LIST_ENTRIES`` entries (primitives × capacity):
 :meth:`SelfContactDetector.grow` past that raises :class:`clothsim.errors.SimulationError`.
 
 Array layouts (all int32 / float32 wp.arrays on the detector's device):
@@ -55,8 +52,7 @@ from .contact_lists import (add_counts_kernel, clamp_lists_kernel, edge_edge_sca
                             merge_side_kernel, rank_lists_warp_kernel, triangle_vertex_scatter_kernel)
 from .self_contact_kernels import (TILE_LANES, copy_points_kernel, edge_bounds_kernel, edge_edge_half_kernel,
                                    edge_edge_kernel, edge_edge_tiled_kernel, pack_edges_kernel, pack_triangles_kernel,
-                                   triangle_bounds_kernel, triangle_pairs_tiled_kernel, vertex_triangle_kernel,
-                                   vertex_triangle_tiled_kernel)
+                                   triangle_bounds_kernel, vertex_triangle_kernel, vertex_triangle_tiled_kernel)
 
 VT, TV, EE = 0, 1, 2
 # CPU, threaded detect(): the edge-edge search in this many chunks per thread, taken in turn (the fold at
@@ -66,51 +62,6 @@ EE_CHUNKS_PER_THREAD = 8
 # edge-edge search at N = 64, 30 frames, 26.1 -> 23.4 ms in one thread, benchmarks/detect_variants.py; on the
 # H200 leaves of 2 or 4 were slower, 2.3 -> 3.0 ms at N = 128, so CUDA keeps 1)
 CPU_EDGE_LEAF = 4
-
-
-# --------------------------------------------------------------------------------------
-# ownership: which triangle searches for each vertex and each edge
-
-
-def triangle_ownership(triangles: np.ndarray, edges: np.ndarray, vertex_count: int):
-    """Each vertex and each edge given to the lowest-index triangle that contains it, for the one-query-a-triangle
-    search (``triangle_pairs_tiled_kernel``). Returns ``(tri_edges, own)``: per triangle the ids of its edges
-    ``(M, 4)`` int32 (edge k runs from corner k to corner k + 1; -1 where that edge is not in ``edges``; the
-    fourth entry unused) and the bits of what it owns ``(M,)`` int32 (bit k: corner k; bit 3 + k: edge k); or
-    None when a vertex or an edge lies in no triangle (or an edge is listed twice): those need the searches a
-    vertex and an edge."""
-    tris = np.asarray(triangles, np.int64).reshape(-1, 3)
-    ed = np.asarray(edges, np.int64).reshape(-1, 2)
-    m, n = len(tris), int(vertex_count)
-    t_idx = np.arange(m, dtype=np.int64)
-    v_owner = np.full(n, m, np.int64)
-    np.minimum.at(v_owner, tris.reshape(-1), np.repeat(t_idx, 3))
-    if (v_owner == m).any():
-        return None
-    keys = np.minimum(ed[:, 0], ed[:, 1]) * n + np.maximum(ed[:, 0], ed[:, 1])
-    order = np.argsort(keys, kind="stable")
-    sorted_keys = keys[order]
-    if len(sorted_keys) > 1 and (np.diff(sorted_keys) == 0).any():
-        return None
-    tri_edges = np.full((m, 4), -1, np.int32)
-    e_owner = np.full(len(ed), m, np.int64)
-    own = np.zeros(m, np.int32)
-    for k in range(3):
-        a, b = tris[:, k], tris[:, (k + 1) % 3]
-        tk = np.minimum(a, b) * n + np.maximum(a, b)
-        pos = np.minimum(np.searchsorted(sorted_keys, tk), max(len(ed) - 1, 0))
-        found = (sorted_keys[pos] == tk) if len(ed) else np.zeros(m, bool)
-        ids = np.where(found, order[pos] if len(ed) else 0, -1)
-        tri_edges[:, k] = ids
-        np.minimum.at(e_owner, ids[found], t_idx[found])
-        own |= ((v_owner[tris[:, k]] == t_idx) << k).astype(np.int32)
-    if (e_owner == m).any():
-        return None
-    for k in range(3):
-        ids = tri_edges[:, k]
-        mine = (ids >= 0) & (e_owner[np.maximum(ids, 0)] == t_idx)
-        own |= (mine << (3 + k)).astype(np.int32)
-    return tri_edges, own
 
 
 # --------------------------------------------------------------------------------------
@@ -199,17 +150,8 @@ class SelfContactDetector:
         self.tri_weld = wp.zeros(m, dtype=wp.vec4i, device=dev)
         if e:
             wp.launch(pack_edges_kernel, dim=e, inputs=[self.edges, self.weld], outputs=[self.edge_info], device=dev)
-        # which triangle searches for each vertex and each edge: where every vertex and edge lies in a triangle, the
-        # tiled search is one query a triangle (triangle_pairs_tiled_kernel) instead of a query a vertex and one an
-        # edge (``by_triangle``; a test or a benchmark may clear it to run those)
-        owned = triangle_ownership(self.triangles.numpy(), self.edges.numpy() if e else np.zeros((0, 2), np.int32), n)
-        self.by_triangle = owned is not None
-        self.tri_edges = wp.array(owned[0] if owned is not None else np.full((m, 4), -1, np.int32), dtype=wp.vec4i,
-                                  device=dev)
-        own = wp.array(owned[1] if owned is not None else np.zeros(m, np.int32), dtype=wp.int32, device=dev)
-        wp.launch(pack_triangles_kernel, dim=m, inputs=[self.triangles, self.weld, own],
+        wp.launch(pack_triangles_kernel, dim=m, inputs=[self.triangles, self.weld],
                   outputs=[self.tri_info, self.tri_weld], device=dev)
-        own = None
         # rest-shape neighbour filter (detect(rest_radius > 0)): rest positions [m] (a panel's 2D pattern
         # coordinates, or the 3D rest shape) and the panel (connected piece) of each vertex
         self.has_rest = rest is not None
@@ -274,7 +216,7 @@ class SelfContactDetector:
             self.overflow, self.required, self.vt_tri, self.tv_vertex, self.ee_edge, self.triangles, self.edges,
             *((self.vt_append, self.tv_append, self.ee_append) if self.vt_append is not self.vt_tri else ()),
             *self._side_mins, *self._side_flags,
-            self.edge_info, self.tri_info, self.tri_weld, self.tri_edges,
+            self.edge_info, self.tri_info, self.tri_weld,
             *self._side_needs, self._half_edge, self._half_count, self._ee_need,
         )  # fmt: skip
         return sum(a.capacity for a in arrays if a is not None)
@@ -287,7 +229,7 @@ class SelfContactDetector:
             "edge_uppers", "vt_count", "tv_count", "tv_need", "ee_count", "min_dist", "weld", "rest", "panel", "overflow",
             "required",
             "vt_tri", "tv_vertex", "ee_edge", "vt_append", "tv_append", "ee_append", "triangles", "edges", "_half_edge",
-            "edge_info", "tri_info", "tri_weld", "tri_edges",
+            "edge_info", "tri_info", "tri_weld",
             "_half_count", "_ee_need", "_chunk_launches",
         ):  # fmt: skip
             setattr(self, name, None)
@@ -395,11 +337,6 @@ class SelfContactDetector:
             if threaded:
                 self._detect_threads(positions, rebuild, filt, float(over_face_cos), flags, executor, max(1, int(workers)))
                 return
-            if self.tiled and self.by_triangle:  # a test's run of CUDA's search on the CPU
-                self._triangle_pair_lists(filt, float(over_face_cos), flags)
-                self._finish(self.ee_capacity, EE, self.ee_count, self.ee_count, self.ee_append, self.ee_edge, flags)
-                self._vertex_triangle_finish(flags)
-                return
             self._vertex_triangle_lists(filt, float(over_face_cos), flags)
             self._edge_edge_lists(filt, flags, self.min_dist)
             self._threads_ready = executor is not None
@@ -408,15 +345,9 @@ class SelfContactDetector:
         # add, max), which give the same result in any order, so the edge-edge search runs on a second
         # stream beside the vertex-triangle one (forked and joined by events: also inside a graph capture)
         main = wp.get_stream(dev)
-        if self.tiled and self.by_triangle:  # one search; the edge-edge lists ranked beside the others
-            self._triangle_pair_lists(filt, float(over_face_cos), flags)
-            with wp.ScopedStream(self._side, sync_enter=True):
-                self._finish(self.ee_capacity, EE, self.ee_count, self.ee_count, self.ee_append, self.ee_edge, flags)
-            self._vertex_triangle_finish(flags)
-        else:
-            with wp.ScopedStream(self._side, sync_enter=True):
-                self._edge_edge_lists(filt, flags, self.min_dist)
-            self._vertex_triangle_lists(filt, float(over_face_cos), flags)
+        with wp.ScopedStream(self._side, sync_enter=True):
+            self._edge_edge_lists(filt, flags, self.min_dist)
+        self._vertex_triangle_lists(filt, float(over_face_cos), flags)
         main.wait_stream(self._side)
 
     def _detect_threads(self, positions, rebuild, filt, over_face_cos, flags, executor, workers):
@@ -530,27 +461,6 @@ class SelfContactDetector:
                               self.vt_capacity],
                       outputs=[self.vt_count, self.vt_tri, self.min_dist, self.tv_need, *flags], device=dev,
                       block_dim=query_block_dim(dev, self.vertex_count))
-        self._triangle_vertex_lists(flags)
-
-    def _triangle_pair_lists(self, filt, over_face_cos, flags):
-        """Both searches as one query a triangle (triangle_pairs_tiled_kernel): the appended vertex-triangle and
-        edge-edge lists, min_dist and tv_need (ee_count zeroed by detect())."""
-        weld, rest, panel, rr, r = filt
-        self.vt_count.zero_()
-        wp.launch_tiled(triangle_pairs_tiled_kernel, dim=[self.triangle_count],
-                        inputs=[self.triangle_bvh.id, self.points, self.tri_info, self.tri_weld, self.tri_edges,
-                                self.edge_info, rest, panel, rr, r, over_face_cos, self.vt_capacity, self.ee_capacity],
-                        outputs=[self.vt_count, self.vt_append, self.ee_count, self.ee_append, self.min_dist,
-                                 self.tv_need],
-                        block_dim=TILE_LANES, device=self.device)
-
-    def _vertex_triangle_finish(self, flags):
-        """The appended vertex-triangle lists put in order, then the triangle-vertex lists."""
-        self._finish(self.vt_capacity, VT, self.vt_count, self.vt_count, self.vt_append, self.vt_tri, flags)
-        self._triangle_vertex_lists(flags)
-
-    def _triangle_vertex_lists(self, flags):
-        dev = self.device
         wp.launch(triangle_vertex_scatter_kernel, dim=self.vertex_count,
                   inputs=[self.vt_capacity, self.vt_count, self.vt_tri, self.tv_capacity],
                   outputs=[self.tv_count, self.tv_append], device=dev)

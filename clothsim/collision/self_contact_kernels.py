@@ -296,87 +296,16 @@ def pack_edges_kernel(
 def pack_triangles_kernel(
     triangles: wp.array2d(dtype=wp.int32),
     weld: wp.array(dtype=wp.int32),
-    own: wp.array(dtype=wp.int32),
     tri_info: wp.array(dtype=wp.vec4i),
     tri_weld: wp.array(dtype=wp.vec4i),
 ):
-    """Per triangle: its corners and the corners and edges it owns (``own``: bits for
-    :func:`triangle_pairs_tiled_kernel`), and the corners' weld representatives (16-byte loads; the fourth
-    entry unused)."""
+    """Per triangle: its corners and their weld representatives (16-byte loads; the fourth entry unused)."""
     t = wp.tid()
     i0 = triangles[t, 0]
     i1 = triangles[t, 1]
     i2 = triangles[t, 2]
-    tri_info[t] = wp.vec4i(i0, i1, i2, own[t])
+    tri_info[t] = wp.vec4i(i0, i1, i2, 0)
     tri_weld[t] = wp.vec4i(weld[i0], weld[i1], weld[i2], 0)
-
-
-@wp.func
-def vertex_triangle_pair(v: int, wv: int, p: wp.vec3, t: int, points: wp.array(dtype=wp.vec3),
-                         tri_info: wp.array(dtype=wp.vec4i), tri_weld: wp.array(dtype=wp.vec4i),
-                         rest: wp.array(dtype=wp.vec3), panel: wp.array(dtype=wp.int32), rest_radius: float,
-                         radius: float, over_face_cos: float, capacity: int, vt_count: wp.array(dtype=wp.int32),
-                         vt_append: wp.array(dtype=wp.int32), min_dist: wp.array(dtype=float),
-                         tv_need: wp.array(dtype=wp.int32)):
-    """The tiled searches' vertex–triangle test: vertex v (weld id wv, at p) against triangle t, appended to v's
-    list when closer than radius and neither adjacent (a shared weld id) nor a rest neighbour (unless come over
-    the face); lowers min_dist of v and t's corners and counts the pair in ``tv_need[t]``."""
-    w = tri_weld[t]
-    if w[0] != wv and w[1] != wv and w[2] != wv:
-        c = tri_info[t]
-        a = points[c[0]]
-        b = points[c[1]]
-        g = points[c[2]]
-        cp, bw = closest_point_triangle(p, a, b, g)
-        d = wp.length(p - cp)
-        keep = d < radius
-        if keep and rest_radius > 0.0:
-            if rest_neighbour_triangle(v, c[0], c[1], c[2], rest, panel, rest_radius):
-                keep = False
-                if over_face_cos > 0.0:  # a rest neighbour come over the face is a contact after all
-                    n = wp.cross(b - a, g - a)
-                    nn = wp.length(n)
-                    if nn > 0.0 and wp.abs(wp.dot(p - cp, n)) >= over_face_cos * d * nn:
-                        keep = True
-        if keep:
-            slot = wp.atomic_add(vt_count, v, 1)
-            if slot < capacity:
-                vt_append[v * capacity + slot] = t
-            wp.atomic_min(min_dist, v, d)
-            wp.atomic_min(min_dist, c[0], d)
-            wp.atomic_min(min_dist, c[1], d)
-            wp.atomic_min(min_dist, c[2], d)
-            wp.atomic_add(tv_need, t, 1)
-
-
-@wp.func
-def edge_edge_pair(e: int, a: wp.vec4i, p0: wp.vec3, p1: wp.vec3, f: int, points: wp.array(dtype=wp.vec3),
-                   edge_info: wp.array(dtype=wp.vec4i), rest: wp.array(dtype=wp.vec3),
-                   panel: wp.array(dtype=wp.int32), rest_radius: float, radius: float, capacity: int,
-                   ee_count: wp.array(dtype=wp.int32), ee_edge: wp.array(dtype=wp.int32),
-                   min_dist: wp.array(dtype=float)):
-    """The tiled searches' edge–edge test of the lower edge e (``a = edge_info[e]``, at p0, p1) against f > e:
-    appended to both lists when closer than radius and neither sharing a vertex (weld ids) nor rest neighbours;
-    lowers min_dist of the four endpoints."""
-    b = edge_info[f]
-    if b[2] != a[2] and b[2] != a[3] and b[3] != a[2] and b[3] != a[3]:
-        keep = True
-        if rest_radius > 0.0:
-            if rest_neighbour_edges(a[0], a[1], b[0], b[1], rest, panel, rest_radius):
-                keep = False
-        if keep:
-            s, u, d = closest_points_edge_edge(p0, p1, points[b[0]], points[b[1]])
-            if d < radius:
-                slot = wp.atomic_add(ee_count, e, 1)
-                if slot < capacity:
-                    ee_edge[e * capacity + slot] = f
-                slot = wp.atomic_add(ee_count, f, 1)
-                if slot < capacity:
-                    ee_edge[f * capacity + slot] = e
-                wp.atomic_min(min_dist, a[0], d)
-                wp.atomic_min(min_dist, a[1], d)
-                wp.atomic_min(min_dist, b[0], d)
-                wp.atomic_min(min_dist, b[1], d)
 
 
 @wp.kernel(module="unique", enable_backward=False)  # launched tiled (TILE_LANES threads a block): a module of its own
@@ -410,8 +339,32 @@ def vertex_triangle_tiled_kernel(
     while wp.tile_query_valid(query):
         t = wp.untile(wp.tile_bvh_query_next(query))
         if t >= 0:
-            vertex_triangle_pair(v, wv, p, t, points, tri_info, tri_weld, rest, panel, rest_radius, radius,
-                                 over_face_cos, capacity, vt_count, vt_append, min_dist, tv_need)
+            w = tri_weld[t]
+            if w[0] != wv and w[1] != wv and w[2] != wv:
+                c = tri_info[t]
+                a = points[c[0]]
+                b = points[c[1]]
+                g = points[c[2]]
+                cp, bw = closest_point_triangle(p, a, b, g)
+                d = wp.length(p - cp)
+                keep = d < radius
+                if keep and rest_radius > 0.0:
+                    if rest_neighbour_triangle(v, c[0], c[1], c[2], rest, panel, rest_radius):
+                        keep = False
+                        if over_face_cos > 0.0:  # a rest neighbour come over the face is a contact after all
+                            n = wp.cross(b - a, g - a)
+                            nn = wp.length(n)
+                            if nn > 0.0 and wp.abs(wp.dot(p - cp, n)) >= over_face_cos * d * nn:
+                                keep = True
+                if keep:
+                    slot = wp.atomic_add(vt_count, v, 1)
+                    if slot < capacity:
+                        vt_append[v * capacity + slot] = t
+                    wp.atomic_min(min_dist, v, d)
+                    wp.atomic_min(min_dist, c[0], d)
+                    wp.atomic_min(min_dist, c[1], d)
+                    wp.atomic_min(min_dist, c[2], d)
+                    wp.atomic_add(tv_need, t, 1)
 
 
 @wp.kernel(module="unique", enable_backward=False)  # launched tiled (TILE_LANES threads a block): a module of its own
@@ -439,74 +392,22 @@ def edge_edge_tiled_kernel(
     while wp.tile_query_valid(query):
         f = wp.untile(wp.tile_bvh_query_next(query))
         if f > e:  # each pair tested once, by its lower edge
-            edge_edge_pair(e, a, p0, p1, f, points, edge_info, rest, panel, rest_radius, radius, capacity, ee_count,
-                           ee_edge, min_dist)
-
-
-@wp.kernel(module="unique", enable_backward=False)  # launched tiled (TILE_LANES threads a block): a module of its own
-def triangle_pairs_tiled_kernel(
-    triangle_bvh: wp.uint64,
-    points: wp.array(dtype=wp.vec3),
-    tri_info: wp.array(dtype=wp.vec4i),
-    tri_weld: wp.array(dtype=wp.vec4i),
-    tri_edges: wp.array(dtype=wp.vec4i),
-    edge_info: wp.array(dtype=wp.vec4i),
-    rest: wp.array(dtype=wp.vec3),
-    panel: wp.array(dtype=wp.int32),
-    rest_radius: float,
-    radius: float,
-    over_face_cos: float,
-    vt_capacity: int,
-    ee_capacity: int,
-    vt_count: wp.array(dtype=wp.int32),
-    vt_append: wp.array(dtype=wp.int32),
-    ee_count: wp.array(dtype=wp.int32),
-    ee_append: wp.array(dtype=wp.int32),
-    min_dist: wp.array(dtype=float),
-    tv_need: wp.array(dtype=wp.int32),
-):
-    """Both searches in one query a triangle: a block per triangle t traverses the triangle BVH with t's box
-    grown by the radius, and each thread takes the candidates u != t handed to it and tests the corners t owns
-    against u (:func:`vertex_triangle_pair`) and the edges t owns against the edges u owns (the lower edge
-    first: :func:`edge_edge_pair`). Every vertex and every edge is owned by one triangle (bits 0-2 of
-    ``tri_info[t][3]``: corner k; bits 3-5: edge k, from corner k to k + 1, whose id is ``tri_edges[t][k]``;
-    :func:`clothsim.collision.self_contact.triangle_ownership`), and a pair closer than the radius lies inside its owners' grown boxes, so
-    each vertex–triangle pair and each edge–edge pair is tested exactly once, with the same operands as
-    :func:`vertex_triangle_tiled_kernel` and :func:`edge_edge_tiled_kernel`: the same lists (once ranked),
-    ``min_dist`` and ``tv_need``, from half the queries and fewer box overlaps than a query a vertex and a query
-    an edge."""
-    t, lane = wp.tid()
-    c = tri_info[t]
-    own = c[3]
-    if own != 0:
-        cw = tri_weld[t]
-        te = tri_edges[t]
-        x0 = points[c[0]]
-        x1 = points[c[1]]
-        x2 = points[c[2]]
-        lower = wp.min(wp.min(x0, x1), x2) - wp.vec3(radius)
-        upper = wp.max(wp.max(x0, x1), x2) + wp.vec3(radius)
-        query = wp.tile_bvh_query_aabb(triangle_bvh, lower, upper)
-        while wp.tile_query_valid(query):
-            u = wp.untile(wp.tile_bvh_query_next(query))
-            if u >= 0 and u != t:
-                for k in range(3):
-                    if (own >> k) & 1:
-                        vertex_triangle_pair(c[k], cw[k], points[c[k]], u, points, tri_info, tri_weld, rest, panel,
-                                             rest_radius, radius, over_face_cos, vt_capacity, vt_count, vt_append,
-                                             min_dist, tv_need)
-                uown = tri_info[u][3]
-                if (own >> 3) != 0 and (uown >> 3) != 0:
-                    ue = tri_edges[u]
-                    for k in range(3):
-                        if (own >> (3 + k)) & 1:
-                            e = te[k]
-                            a = edge_info[e]
-                            p0 = points[a[0]]
-                            p1 = points[a[1]]
-                            for m in range(3):
-                                if (uown >> (3 + m)) & 1:
-                                    if ue[m] > e:
-                                        edge_edge_pair(e, a, p0, p1, ue[m], points, edge_info, rest, panel,
-                                                       rest_radius, radius, ee_capacity, ee_count, ee_append,
-                                                       min_dist)
+            b = edge_info[f]
+            if b[2] != a[2] and b[2] != a[3] and b[3] != a[2] and b[3] != a[3]:
+                keep = True
+                if rest_radius > 0.0:
+                    if rest_neighbour_edges(a[0], a[1], b[0], b[1], rest, panel, rest_radius):
+                        keep = False
+                if keep:
+                    s, u, d = closest_points_edge_edge(p0, p1, points[b[0]], points[b[1]])
+                    if d < radius:
+                        slot = wp.atomic_add(ee_count, e, 1)
+                        if slot < capacity:
+                            ee_edge[e * capacity + slot] = f
+                        slot = wp.atomic_add(ee_count, f, 1)
+                        if slot < capacity:
+                            ee_edge[f * capacity + slot] = e
+                        wp.atomic_min(min_dist, a[0], d)
+                        wp.atomic_min(min_dist, a[1], d)
+                        wp.atomic_min(min_dist, b[0], d)
+                        wp.atomic_min(min_dist, b[1], d)
