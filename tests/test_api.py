@@ -230,7 +230,8 @@ def test_unordered_self_contact_lists(device):
     """Simulator(deterministic=False) leaves the self-contact lists in their appends' order (on CUDA one pass
     less a list kind, and runs differ by rounding: tests/test_collision_gpu.py). A cloth folded onto itself: the
     lists hold the same pairs as the ordered run's at the same positions, the positions after 10 frames differ
-    from the ordered run's by summation order only (< 5 mm: the fold amplifies rounding), and on the CPU two runs are bit-identical (its
+    from the ordered run's by summation order only (< 5 mm: the fold amplifies rounding; on CUDA this small
+    fold's appends arrived sorted, 0.0 on an H200), and on the CPU two runs are bit-identical (its
     appends come in one order). deterministic must be a bool."""
     def folded(**kw):
         c = cs.Cloth.grid(size=(0.4, 0.2), resolution=(16, 8), fabric="cotton", center=(0.0, 0.0, 0.0), plane="xy")
@@ -248,7 +249,9 @@ def test_unordered_self_contact_lists(device):
     if str(device).startswith("cpu"):
         np.testing.assert_array_equal(xa, b.positions())
     diff = float(np.abs(xa - xo).max())
-    assert 0 < diff < 5e-3, diff  # not bit-identical: another summation order, amplified by the fold
+    assert diff < 5e-3, diff  # another summation order, amplified by the fold
+    if str(device).startswith("cpu"):  # the CPU's appends differ from the sorted order (on CUDA they may not)
+        assert diff > 0
     det, odet = a.solver.self_contacts.detector, ordered.solver.self_contacts.detector
     ordered.set_positions(xa)
     for sim in (a, ordered):
