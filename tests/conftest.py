@@ -5,10 +5,13 @@
   also deselected by default (``-m 'not gpu'`` in pyproject.toml); run them with ``pytest -m gpu``.
 * ``device`` fixture: the Warp device a test simulates on -- ``"cuda:0"`` for ``gpu``-marked tests,
   otherwise ``"cpu"``; ``pytest --sim-device cuda:0`` runs the unmarked tests on a GPU too.
+* ``folded_cloth`` fixture: a factory of a cotton strip lying half on the ground, half folded up over it
+  (self contact within a few frames).
 """
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import warp as wp
 
@@ -42,3 +45,23 @@ def device(request: pytest.FixtureRequest) -> str:
     if request.node.get_closest_marker("gpu"):
         return "cuda:0"
     return request.config.getoption("--sim-device")
+
+
+@pytest.fixture
+def folded_cloth():
+    """Factory ``make(resolution=(24, 12))``: a cotton strip of 0.4 × 0.2 m, its half at x <= 0 flat 4 mm above
+    the ground (y = 0), the other half folded back over it, rising at 0.3 rad: it falls onto the flat half."""
+    import clothsim as cs
+
+    def make(resolution=(24, 12)):
+        cloth = cs.Cloth.grid(size=(0.4, 0.2), resolution=resolution, fabric="cotton", center=(0.0, 0.0, 0.0),
+                              plane="xy")
+        v = cloth.vertices.copy()
+        u = v[:, 0]
+        flat = u <= 0.0
+        y = np.where(flat, 0.004, 0.004 + u * np.cos(0.3))
+        x = np.where(flat, u, -u * np.sin(0.3) * 0.2)
+        cloth.vertices = np.stack([x, y, v[:, 1]], axis=1)
+        return cloth
+
+    return make

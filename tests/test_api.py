@@ -226,7 +226,7 @@ def test_self_contact_caps_the_free_speed(device):
             dropped(True, self_contact_bound=bad)
 
 
-def test_unordered_self_contact_lists(device):
+def test_unordered_self_contact_lists(device, folded_cloth):
     """Simulator(deterministic=False) leaves the self-contact lists in their appends' order (on CUDA one pass
     less a list kind, and runs differ by rounding: tests/test_collision_gpu.py). A cloth folded onto itself: the
     lists hold the same pairs as the ordered run's at the same positions, the positions after 10 frames differ
@@ -234,11 +234,7 @@ def test_unordered_self_contact_lists(device):
     fold's appends arrived sorted, 0.0 on an H200), and on the CPU two runs are bit-identical (its
     appends come in one order). deterministic must be a bool."""
     def folded(**kw):
-        c = cs.Cloth.grid(size=(0.4, 0.2), resolution=(16, 8), fabric="cotton", center=(0.0, 0.0, 0.0), plane="xy")
-        v = c.vertices.copy()
-        u = v[:, 0]
-        c.vertices = np.stack([np.where(u <= 0, u, -0.2 * u * np.sin(0.3)), np.where(u <= 0, 0.004,
-                               0.004 + u * np.cos(0.3)), v[:, 1]], axis=1)
+        c = folded_cloth((16, 8))
         sim = cs.Simulator(c, device=device, ground=0.0, self_collision=True, iterations=4, **kw)
         sim.step(10)
         return sim

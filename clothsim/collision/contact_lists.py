@@ -35,6 +35,17 @@ def record_overflow(count: int, capacity: int, kind: int, overflow: wp.array(dty
         wp.atomic_max(required, kind, count)
 
 
+@wp.func
+def clamp_list(i: int, capacity: int, kind: int, need: wp.array(dtype=wp.int32), count: wp.array(dtype=wp.int32),
+               overflow: wp.array(dtype=wp.int32), required: wp.array(dtype=wp.int32)):
+    """List i of an appended kind: record an overflow of the length it needs and clamp its count to the
+    capacity; returns the clamped count."""
+    record_overflow(need[i], capacity, kind, overflow, required)
+    c = wp.min(count[i], capacity)
+    count[i] = c
+    return c
+
+
 @wp.kernel
 def triangle_vertex_scatter_kernel(
     vt_capacity: int,
@@ -102,9 +113,7 @@ def finish_lists_kernel(
     sort the entries (insertion sort; lists are short), so the lists are the same run to run whatever the
     order of the appends."""
     i = wp.tid()
-    record_overflow(need[i], capacity, kind, overflow, required)
-    c = wp.min(count[i], capacity)
-    count[i] = c
+    c = clamp_list(i, capacity, kind, need, count, overflow, required)
     base = i * capacity
     for k in range(1, c):
         key = items[base + k]
@@ -129,9 +138,7 @@ def clamp_lists_kernel(
     """:func:`finish_lists_kernel` without the ordering (``SelfContactDetector(ordered=False)``): record an
     overflow and clamp the count; the entries stay in the order their appends arrived in (on CUDA that order
     varies run to run)."""
-    i = wp.tid()
-    record_overflow(need[i], capacity, kind, overflow, required)
-    count[i] = wp.min(count[i], capacity)
+    clamp_list(wp.tid(), capacity, kind, need, count, overflow, required)
 
 
 @wp.kernel
