@@ -118,7 +118,7 @@ class Simulator:
             so CUDA runs are bit-identical run to run (the solve sums a vertex's contacts in list order, and
             the searches append to the lists with atomics, in an order that varies on CUDA). False skips that
             pass on CUDA (the lists keep their appends' order): faster, and runs then differ by rounding that
-            the fold's buckling amplifies (README, "Determinism"). The CPU's appends come in one order, so its
+            the fold's buckling amplifies (README, "Physics model"). The CPU's appends come in one order, so its
             runs are bit-identical either way.
         cpu_threads: on the CPU, how many threads share each colour's vertices (a colour's vertices are
             independent, so the result is bit-identical for any count); default: the machine's cores (at
