@@ -65,7 +65,10 @@ CPU_SWEEP_COLOR_MIN = 128
 BLOCK_DIM = 64
 # CUDA threads per vertex when the model has contact pairs (collider features or self contact):
 # K.LANES (16, a half warp) or K.WARP_LANES (32, a whole warp); on the H200 the fold case of
-# benchmarks/sim_grid.py (N = 128) ran 109 ms/frame with 16 and 101 with 32 (one run each)
+# benchmarks/sim_grid.py (N = 128) ran 109 ms/frame with 16 and 101 with 32 (one run each, session 5); session
+# 27, side by side (benchmarks/ab_frame.py, fold, bound 0.425, 2 rounds; ab_h200_s27_contact_lanes32.json), 32
+# against 16: N = 128 0.95 at 1 iteration, 1.09 at 4; N = 256 0.98 and 1.23. BLOCK_DIM 128 against 64: 0.99-1.00
+# (ab_h200_s27_block128.json)
 CONTACT_LANES = 16
 # CUDA threads per vertex without contact pairs: 16 (lanes 0-5 take a triangle and a hinge each, 6-11 a
 # hinge) or 32 (one element per lane: a shorter critical path, half the vertices per warp)
