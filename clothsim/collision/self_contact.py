@@ -11,7 +11,8 @@ on the CPU one thread a query (the CPU's vt lists written in BVH traversal order
 are put in order afterwards, so every list is the same run to run: on the CPU sorted in place
 (``finish_lists_kernel``); on CUDA the appends go to lists of their own (``vt_append``, ``tv_append``,
 ``ee_append``) and a warp a list writes each entry to its rank in the final list
-(``rank_lists_warp_kernel``; both kernels in :mod:`.contact_lists`), unless ``ordered=False``. A list array holds at most ``MAX_LIST_ENTRIES`` entries (primitives × capacity):
+(``rank_lists_warp_kernel``; both kernels in :mod:`.contact_lists`), unless ``ordered=False``.
+A list array holds at most ``MAX_LIST_ENTRIES`` entries (primitives × capacity):
 :meth:`SelfContactDetector.grow` past that raises :class:`clothsim.errors.SimulationError`.
 
 Array layouts (all int32 / float32 wp.arrays on the detector's device):
