@@ -35,6 +35,10 @@ VARIANTS = {
     "stvk-block": {"membrane_hessian": "stvk"},
     "delay-2": {"chebyshev_delay": 2},
     "rho-0.8": {"chebyshev_rho": 0.8},
+    # Jacobi sweeps (one launch an iteration instead of one a colour) with sim_grid's pinned-sheet settings
+    "jacobi": {"sweep": "jacobi", "jacobi_omega": sg.JACOBI_OMEGA, "chebyshev_rho": sg.JACOBI_RHO},
+    "jacobi-plain": {"sweep": "jacobi", "jacobi_omega": sg.JACOBI_OMEGA, "chebyshev_rho": 0.0},
+    "jacobi-0.9": {"sweep": "jacobi", "jacobi_omega": 0.9, "chebyshev_rho": 0.0},
 }
 
 
