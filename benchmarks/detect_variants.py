@@ -261,6 +261,138 @@ def vt_tiled_packed(bvh: wp.uint64, points: wp.array(dtype=wp.vec3), tri4: wp.ar
                 vt_record(v, t, d, r, cap, count, items)
 
 
+@wp.func
+def overlap(alo: wp.vec3, ahi: wp.vec3, blo: wp.vec3, bhi: wp.vec3):
+    return not (alo[0] > bhi[0] or alo[1] > bhi[1] or alo[2] > bhi[2]
+                or ahi[0] < blo[0] or ahi[1] < blo[1] or ahi[2] < blo[2])
+
+
+@wp.func
+def block_box(lo: wp.vec3, hi: wp.vec3):
+    """The box of every thread's (lo, hi) in the block (six block reductions)."""
+    return (wp.vec3(wp.tile_min(wp.tile(lo[0]))[0], wp.tile_min(wp.tile(lo[1]))[0], wp.tile_min(wp.tile(lo[2]))[0]),
+            wp.vec3(wp.tile_max(wp.tile(hi[0]))[0], wp.tile_max(wp.tile(hi[1]))[0], wp.tile_max(wp.tile(hi[2]))[0]))
+
+
+@wp.kernel
+def ee_group_flip(bvh: wp.uint64, points: wp.array(dtype=wp.vec3), packed: wp.array(dtype=wp.vec4i),
+                  lowers: wp.array(dtype=wp.vec3), uppers: wp.array(dtype=wp.vec3), order: wp.array(dtype=wp.int32),
+                  group: int, lanes: int,
+                  rest: wp.array(dtype=wp.vec3), panel: wp.array(dtype=wp.int32), rr: float, r: float, cap: int,
+                  count: wp.array(dtype=wp.int32), items: wp.array(dtype=wp.int32)):
+    """One tiled traversal for ``group`` edges close in the rest shape (box of their query boxes); each thread
+    takes a candidate and tests it against every edge of the group (their boxes first)."""
+    g, lane = wp.tid()
+    rv = wp.vec3(r)
+    lo = wp.vec3(1.0e30)
+    hi = wp.vec3(-1.0e30)
+    s = lane
+    while s < group:
+        e = order[g * group + s]
+        if e >= 0:
+            lo = wp.min(lo, lowers[e] - rv)
+            hi = wp.max(hi, uppers[e] + rv)
+        s += lanes
+    glo, ghi = block_box(lo, hi)
+    q = wp.tile_bvh_query_aabb(bvh, glo, ghi)
+    while wp.tile_query_valid(q):
+        f = wp.untile(wp.tile_bvh_query_next(q))
+        if f >= 0:
+            flo = lowers[f]
+            fhi = uppers[f]
+            for k in range(group):
+                e = order[g * group + k]
+                if e >= 0 and f > e:
+                    if overlap(lowers[e] - rv, uppers[e] + rv, flo, fhi):
+                        a = packed[e]
+                        d, j0, j1 = edge_pair_distance(e, f, a, points[a[0]], points[a[1]], points, packed, rest,
+                                                       panel, rr)
+                        ee_record(e, f, d, r, cap, count, items)
+
+
+@wp.kernel
+def vt_group_flip(bvh: wp.uint64, points: wp.array(dtype=wp.vec3), triangles: wp.array2d(dtype=wp.int32),
+                  weld: wp.array(dtype=wp.int32), lowers: wp.array(dtype=wp.vec3), uppers: wp.array(dtype=wp.vec3),
+                  order: wp.array(dtype=wp.int32), group: int, lanes: int,
+                  rest: wp.array(dtype=wp.vec3), panel: wp.array(dtype=wp.int32), rr: float, r: float, cap: int,
+                  count: wp.array(dtype=wp.int32), items: wp.array(dtype=wp.int32)):
+    """ee_group_flip's scheme for the vertex-triangle search: one traversal for ``group`` vertices."""
+    g, lane = wp.tid()
+    rv = wp.vec3(r)
+    lo = wp.vec3(1.0e30)
+    hi = wp.vec3(-1.0e30)
+    s = lane
+    while s < group:
+        v = order[g * group + s]
+        if v >= 0:
+            lo = wp.min(lo, points[v] - rv)
+            hi = wp.max(hi, points[v] + rv)
+        s += lanes
+    glo, ghi = block_box(lo, hi)
+    q = wp.tile_bvh_query_aabb(bvh, glo, ghi)
+    while wp.tile_query_valid(q):
+        t = wp.untile(wp.tile_bvh_query_next(q))
+        if t >= 0:
+            tlo = lowers[t]
+            thi = uppers[t]
+            for k in range(group):
+                v = order[g * group + k]
+                if v >= 0:
+                    p = points[v]
+                    if overlap(p - rv, p + rv, tlo, thi):
+                        vt_record(v, t, vt_pair(v, t, p, weld[v], points, triangles, weld, rest, panel, rr, r), r,
+                                  cap, count, items)
+
+
+@wp.kernel
+def ee_tiled_sorted(bvh: wp.uint64, points: wp.array(dtype=wp.vec3), packed: wp.array(dtype=wp.vec4i),
+                    order: wp.array(dtype=wp.int32),
+                    rest: wp.array(dtype=wp.vec3), panel: wp.array(dtype=wp.int32), rr: float, r: float, cap: int,
+                    count: wp.array(dtype=wp.int32), items: wp.array(dtype=wp.int32)):
+    """ee_tiled_packed with the blocks launched along a Morton curve of the rest shape (``order``)."""
+    b, lane = wp.tid()
+    e = order[b]
+    a = packed[e]
+    p0 = points[a[0]]
+    p1 = points[a[1]]
+    q = wp.tile_bvh_query_aabb(bvh, wp.min(p0, p1) - wp.vec3(r), wp.max(p0, p1) + wp.vec3(r))
+    while wp.tile_query_valid(q):
+        f = wp.untile(wp.tile_bvh_query_next(q))
+        if f >= 0:
+            d, j0, j1 = edge_pair_distance(e, f, a, p0, p1, points, packed, rest, panel, rr)
+            ee_record(e, f, d, r, cap, count, items)
+
+
+@wp.kernel
+def vt_tiled_sorted(bvh: wp.uint64, points: wp.array(dtype=wp.vec3), triangles: wp.array2d(dtype=wp.int32),
+                    weld: wp.array(dtype=wp.int32), order: wp.array(dtype=wp.int32),
+                    rest: wp.array(dtype=wp.vec3), panel: wp.array(dtype=wp.int32), rr: float, r: float, cap: int,
+                    count: wp.array(dtype=wp.int32), items: wp.array(dtype=wp.int32)):
+    """vt_tiled with the blocks launched along a Morton curve of the rest shape (``order``)."""
+    b, lane = wp.tid()
+    v = order[b]
+    p = points[v]
+    wv = weld[v]
+    q = wp.tile_bvh_query_aabb(bvh, p - wp.vec3(r), p + wp.vec3(r))
+    while wp.tile_query_valid(q):
+        t = wp.untile(wp.tile_bvh_query_next(q))
+        if t >= 0:
+            vt_record(v, t, vt_pair(v, t, p, wv, points, triangles, weld, rest, panel, rr, r), r, cap, count, items)
+
+
+def morton_order(x: np.ndarray, group: int = 1) -> np.ndarray:
+    """Indices of points ``x`` along a 3D Morton curve (10 bits an axis), padded with -1 to a multiple of group."""
+    lo = x.min(axis=0)
+    q = np.clip(((x - lo) / np.maximum(x.max(axis=0) - lo, 1e-12) * 1023.0).astype(np.int64), 0, 1023)
+    code = np.zeros(len(x), np.int64)
+    for bit in range(10):
+        for axis in range(3):
+            code |= ((q[:, axis] >> bit) & 1) << (3 * bit + axis)
+    order = np.argsort(code, kind="stable").astype(np.int32)
+    pad = (-len(x)) % group
+    return np.concatenate([order, np.full(pad, -1, np.int32)])
+
+
 def timed(fn, device, repeats):
     fn()
     wp.synchronize_device(device)
@@ -383,6 +515,39 @@ def run_size(cs, a, n):
         variants.append(("vt", "tiled", vt(vt_tiled, tb, tiled=True), pairs_v))
         variants += [("vt", f"tiled_packed{b}", vt(vt_tiled_packed, tb, tiled=True, args=packed_v, block=b), pairs_v)
                      for b in (16, 32, 64)]
+    # session 28: queries launched along a Morton curve of the rest shape, and one traversal a group of G
+    # primitives close in the rest shape, each thread testing its candidate against the whole group
+    rest_np = det.rest.numpy().astype(np.float64)
+    e_np = det.edges.numpy().reshape(-1, 2)
+    mid = 0.5 * (rest_np[e_np[:, 0]] + rest_np[e_np[:, 1]])
+    lanes = TILE if dev.is_cuda else 1
+    if dev.is_cuda or TILED_ON_CPU:
+        order_e = wp.array(morton_order(mid), dtype=wp.int32, device=dev)
+        order_v = wp.array(morton_order(rest_np), dtype=wp.int32, device=dev)
+        variants.append(("ee", "tiled_sorted", ee(ee_tiled_sorted, eb, [det.points, packed, order_e, *packed_e[2:]],
+                                                   tiled=True), pairs_e))
+        variants.append(("vt", "tiled_sorted", vt(vt_tiled_sorted, tb, tiled=True,
+                                                   args=[det.points, det.triangles, det.weld, order_v, *common_v[3:]]),
+                         pairs_v))
+        for g in (8, 16, 32, 64):
+            oe = wp.array(morton_order(mid, g), dtype=wp.int32, device=dev)
+            ov = wp.array(morton_order(rest_np, g), dtype=wp.int32, device=dev)
+
+            def ee_g(oe=oe, g=g):
+                count_e.zero_()
+                wp.launch_tiled(ee_group_flip, dim=[oe.shape[0] // g],
+                                inputs=[eb.id, det.points, packed, det.edge_lowers, det.edge_uppers, oe, g, lanes,
+                                        *packed_e[2:]], outputs=[count_e, items_e], block_dim=TILE, device=dev)
+
+            def vt_g(ov=ov, g=g):
+                count_v.zero_()
+                wp.launch_tiled(vt_group_flip, dim=[ov.shape[0] // g],
+                                inputs=[tb.id, det.points, det.triangles, det.weld, det.triangle_lowers,
+                                        det.triangle_uppers, ov, g, lanes, *common_v[3:]],
+                                outputs=[count_v, items_v], block_dim=TILE, device=dev)
+
+            variants.append(("ee", f"group{g}", ee_g, pairs_e))
+            variants.append(("vt", f"group{g}", vt_g, pairs_v))
     # the whole detection (bounds, refit, searches, lists put in order) against the same with the lists left in
     # their appends' order (Simulator(deterministic=False)); pairs = vertex-triangle + edge-edge list entries
     def pairs_both():
