@@ -421,6 +421,7 @@ def run_size(cs, a, n):
     det = solver.self_contacts.detector
     dev = det.device
     det.tiled = det.tiled or TILED_ON_CPU
+    det.grouped = det.grouped or TILED_ON_CPU
     det.detect(solver.x_prev, det.last_radius, rebuild=True, rest_radius=det.last_radius)
     r = det.last_radius
     rr = r  # the solver's rest radius is its search radius
@@ -494,8 +495,18 @@ def run_size(cs, a, n):
                                                                  det.ee_append], outputs=[det.ee_edge, det.overflow, det.required], device=dev)
         return fn
 
+    def per_primitive(fn):  # the solver's search with one query a primitive (before session 28's groups)
+        def run():
+            grouped, det.grouped = det.grouped, False
+            try:
+                fn()
+            finally:
+                det.grouped = grouped
+        return run
+
     eb, tb = bvhs["own"]
-    variants = [("ee", "prod", prod_ee, lambda: int(det.ee_count.numpy().sum()))]
+    variants = [("ee", "prod", prod_ee, lambda: int(det.ee_count.numpy().sum())),
+                ("ee", "prod_per_edge", per_primitive(prod_ee), lambda: int(det.ee_count.numpy().sum()))]
     pairs_e = lambda: int(count_e.numpy().sum())  # noqa: E731
     pairs_v = lambda: int(count_v.numpy().sum())  # noqa: E731
     if det.tiled:
@@ -509,6 +520,7 @@ def run_size(cs, a, n):
         variants += [("ee", f"tiled_packed{b}", ee(ee_tiled_packed, eb, packed_e, tiled=True, block=b), pairs_e)
                      for b in (16, 32, 64)]
     variants += [("vt", "prod", prod_vt, lambda: int(det.vt_count.numpy().sum())),
+                 ("vt", "prod_per_vertex", per_primitive(prod_vt), lambda: int(det.vt_count.numpy().sum())),
                  ("vt", "box", vt(vt_box, tb), pairs_v), ("vt", "sphere", vt(vt_sphere, tb), pairs_v)]
     variants += [("vt", name, vt(vt_box, bvhs[name][1]), pairs_v) for name in ("leaf2", "leaf4", "cubql") if name in bvhs]
     if dev.is_cuda or TILED_ON_CPU:
@@ -562,7 +574,16 @@ def run_size(cs, a, n):
             det._allocate_lists()
         detect()
 
-    variants = [("detect", "ordered", detect, pairs_both)] + variants
+    # the grouped search (CUDA's default) and one query a primitive must give the same lists, entry for entry
+    lists = []
+    for fn in (detect, per_primitive(detect)):
+        fn()
+        lists.append([arr.numpy().copy() for arr in (det.vt_count, det.vt_tri, det.tv_count, det.tv_vertex,
+                                                     det.ee_count, det.ee_edge, det.min_dist)])
+    same = all(np.array_equal(x, y) for x, y in zip(*lists))
+    print(f"  N = {n} lists of the grouped and the per-primitive search identical: {same}", flush=True)
+    variants = [("detect", "ordered", detect, pairs_both),
+                ("detect", "ordered_per_primitive", per_primitive(detect), pairs_both)] + variants
     variants.append(("detect", "unordered", unordered, pairs_both))  # last: it reallocates the lists
     if a.only:
         variants = [v for v in variants if v[0] in a.only.split(",")]
@@ -576,7 +597,8 @@ def run_size(cs, a, n):
             continue
         p = pairs()
         ref.setdefault(kind, p)
-        rows.append({"N": n, "search": kind, "variant": name, "ms": ms, "pairs": p, "same_pairs": p == ref[kind]})
+        rows.append({"N": n, "search": kind, "variant": name, "ms": ms, "pairs": p, "same_pairs": p == ref[kind],
+                     "lists_identical": same})
         print(f"  N = {n} {kind} {name:8s} {ms:8.3f} ms  pairs {p}{'' if p == ref[kind] else '  MISMATCH'}", flush=True)
     runner.sim.release()
     return rows

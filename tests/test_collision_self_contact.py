@@ -273,7 +273,8 @@ def test_rest_neighbours_over_the_face_are_kept(cloth, device):
                                                            (0.0, 0.0, 3)])
 def test_tiled_search_gives_the_same_lists(cloth, device, rest_radius, over_face, capacity):
     """The tiled searches (CUDA's: a block of threads a query; off CUDA they run on Warp's CPU fallback of the
-    block query: vertex_triangle_tiled_kernel, edge_edge_tiled_kernel) against the one-thread searches on the
+    block query: vertex_triangle_tiled_kernel, edge_edge_tiled_kernel) and the grouped ones (a query a group of
+    primitives: vertex_triangle_group_kernel, edge_edge_group_kernel) against the one-thread searches on the
     crumpled cloth, also with the lists left unordered (``ordered=False``). The
     same lists (the one-thread vertex-triangle lists are in BVH order, the ordered tiled ones sorted, the unordered
     ones in their appends' order), the same min_dist bit for bit and the same overflow record; with capacity 3
@@ -283,10 +284,11 @@ def test_tiled_search_gives_the_same_lists(cloth, device, rest_radius, over_face
     u, v = np.meshgrid(np.linspace(0, 1, n), np.linspace(0, 1, n), indexing="ij")
     rest = np.stack([u, v, np.zeros_like(u)], -1).reshape(-1, 3)
     got = []
-    for tiled, ordered in ((False, True), (True, True), (True, False)):
+    for tiled, grouped, ordered in ((False, False, True), (True, False, True), (True, False, False),
+                                    (True, True, True), (True, True, False)):
         det = SelfContactDetector(len(x), tris, edges, vertex_capacity=capacity, edge_capacity=capacity, device=device,
                                   positions=x, rest=rest, panel=np.zeros(len(x), np.int32), ordered=ordered)
-        det.tiled = tiled
+        det.tiled, det.grouped = tiled, grouped
         det.detect(wp.array(x, dtype=wp.vec3, device=device), R, rest_radius=rest_radius, over_face_cos=over_face)
         lists = det.lists_numpy()
         got.append((lists, int(det.overflow.numpy()[0]), det.required.numpy().tolist()))
@@ -305,8 +307,9 @@ def test_tiled_search_gives_the_same_lists(cloth, device, rest_radius, over_face
                 np.testing.assert_array_equal(np.sort(a), np.sort(b))
     # ordered lists are sorted; the unordered ones (ordered=False) hold the same entries in their appends' order
     if capacity == 64:
-        assert all((np.diff(a) > 0).all() for k in ("vt", "tv", "ee") for a in got[1][0][k])
-        assert any((np.diff(a) < 0).any() for a in got[2][0]["ee"])
+        for ordered, unordered in ((got[1], got[2]), (got[3], got[4])):
+            assert all((np.diff(a) > 0).all() for k in ("vt", "tv", "ee") for a in ordered[0][k])
+            assert any((np.diff(a) < 0).any() for a in unordered[0]["ee"])
 
 
 def test_simulator_over_face_setting_reaches_the_detector(cloth, device):

@@ -51,9 +51,11 @@ from ..errors import SimulationError
 from ._arrays import MAX_LIST_ENTRIES, as_index_array, as_vec3_array, query_block_dim
 from .contact_lists import (add_counts_kernel, clamp_lists_kernel, edge_edge_scatter_kernel, finish_lists_kernel,
                             merge_side_kernel, rank_lists_warp_kernel, triangle_vertex_scatter_kernel)
-from .self_contact_kernels import (TILE_LANES, copy_points_kernel, edge_bounds_kernel, edge_edge_half_kernel,
-                                   edge_edge_kernel, edge_edge_tiled_kernel, pack_edges_kernel, pack_triangles_kernel,
-                                   triangle_bounds_kernel, vertex_triangle_kernel, vertex_triangle_tiled_kernel)
+from .self_contact_kernels import (GROUP_SIZE, TILE_LANES, copy_points_kernel, edge_bounds_kernel,
+                                   edge_edge_group_kernel, edge_edge_half_kernel, edge_edge_kernel,
+                                   edge_edge_tiled_kernel, pack_edges_kernel, pack_triangles_kernel,
+                                   triangle_bounds_kernel, vertex_triangle_group_kernel, vertex_triangle_kernel,
+                                   vertex_triangle_tiled_kernel)
 
 VT, TV, EE = 0, 1, 2
 # CPU, threaded detect(): the edge-edge search in this many chunks per thread, taken in turn (the fold at
@@ -63,6 +65,27 @@ EE_CHUNKS_PER_THREAD = 8
 # edge-edge search at N = 64, 30 frames, 26.1 -> 23.4 ms in one thread, benchmarks/detect_variants.py; on the
 # H200 leaves of 2 or 4 were slower, 2.3 -> 3.0 ms at N = 128, so CUDA keeps 1)
 CPU_EDGE_LEAF = 4
+
+
+# --------------------------------------------------------------------------------------
+# groups for the grouped searches
+
+
+def group_order(x: np.ndarray, panel: np.ndarray, group: int = GROUP_SIZE) -> np.ndarray:
+    """Indices of the points ``x`` ``(K, 3)`` sorted by ``panel`` and then along a 3D Morton curve (10 bits an
+    axis over their bounding box), padded with -1 to a multiple of ``group``: consecutive runs of ``group``
+    are compact patches."""
+    k = x.shape[0]
+    lo = x.min(axis=0) if k else np.zeros(3)
+    span = np.maximum(x.max(axis=0) - lo, 1e-12) if k else np.ones(3)
+    q = np.clip(((x - lo) / span * 1023.0).astype(np.int64), 0, 1023)
+    code = np.zeros(k, np.int64)
+    for bit in range(10):
+        for axis in range(3):
+            code |= ((q[:, axis] >> bit) & 1) << (3 * bit + axis)
+    order = np.lexsort((code, np.asarray(panel, np.int64))).astype(np.int32)
+    pad = (-k) % group
+    return np.concatenate([order, np.full(pad, -1, np.int32)]) if pad else order
 
 
 # --------------------------------------------------------------------------------------
@@ -146,6 +169,11 @@ class SelfContactDetector:
         # to run the tiled kernels there (Warp's CPU fallback of the block query). They read a primitive's
         # vertices and their weld ids in 16-byte loads:
         self.tiled = dev.is_cuda
+        # tiled searches a group of GROUP_SIZE primitives at a time (one BVH traversal a group, not one a
+        # primitive: vertex_triangle_group_kernel, edge_edge_group_kernel); the groups (vt_order, ee_order) are
+        # made by build()
+        self.grouped = dev.is_cuda
+        self.vt_order = self.ee_order = None
         self.edge_info = wp.zeros(max(e, 1), dtype=wp.vec4i, device=dev)
         self.tri_info = wp.zeros(m, dtype=wp.vec4i, device=dev)
         self.tri_weld = wp.zeros(m, dtype=wp.vec4i, device=dev)
@@ -217,7 +245,7 @@ class SelfContactDetector:
             self.overflow, self.required, self.vt_tri, self.tv_vertex, self.ee_edge, self.triangles, self.edges,
             *((self.vt_append, self.tv_append, self.ee_append) if self.vt_append is not self.vt_tri else ()),
             *self._side_mins, *self._side_flags,
-            self.edge_info, self.tri_info, self.tri_weld,
+            self.edge_info, self.tri_info, self.tri_weld, self.vt_order, self.ee_order,
             *self._side_needs, self._half_edge, self._half_count, self._ee_need,
         )  # fmt: skip
         return sum(a.capacity for a in arrays if a is not None)
@@ -230,7 +258,7 @@ class SelfContactDetector:
             "edge_uppers", "vt_count", "tv_count", "tv_need", "ee_count", "min_dist", "weld", "rest", "panel", "overflow",
             "required",
             "vt_tri", "tv_vertex", "ee_edge", "vt_append", "tv_append", "ee_append", "triangles", "edges", "_half_edge",
-            "edge_info", "tri_info", "tri_weld",
+            "edge_info", "tri_info", "tri_weld", "vt_order", "ee_order",
             "_half_count", "_ee_need", "_chunk_launches",
         ):  # fmt: skip
             setattr(self, name, None)
@@ -254,8 +282,21 @@ class SelfContactDetector:
         pos = self._check_positions(as_vec3_array(positions, self.device))
         self._update_bounds(pos)
         self.triangle_bvh = wp.Bvh(self.triangle_lowers, self.triangle_uppers)
+        self._group_orders(pos)
         self.edge_bvh = (wp.Bvh(self.edge_lowers, self.edge_uppers, leaf_size=CPU_EDGE_LEAF if self.device.is_cpu else 1)
                          if self.edge_count else None)
+
+    def _group_orders(self, positions: wp.array):
+        """The grouped searches' groups: vertices, and edges by their midpoints, sorted by panel and then along a
+        Morton curve through the rest shape (the build positions without one), cut into groups of GROUP_SIZE
+        (-1 pads the last). Neighbours in the rest shape stay neighbours however the cloth folds, so a group's
+        box stays about as small as its patch of cloth."""
+        x = (self.rest.numpy() if self.has_rest else positions.numpy()[: self.vertex_count]).astype(np.float64)
+        panel = self.panel.numpy()
+        e = self.edges.numpy().reshape(-1, 2)
+        self.vt_order = wp.array(group_order(x, panel), dtype=wp.int32, device=self.device)
+        self.ee_order = (wp.array(group_order(0.5 * (x[e[:, 0]] + x[e[:, 1]]), panel[e[:, 0]]), dtype=wp.int32,
+                                  device=self.device) if self.edge_count else None)
 
     def rebuild(self):
         """Re-split the three BVHs on the bounds of the last :meth:`detect`, in place (no allocation)."""
@@ -448,7 +489,16 @@ class SelfContactDetector:
 
     def _vertex_triangle_lists(self, filt, over_face_cos, flags):
         dev = self.device
-        if self.tiled:  # a block a vertex (vertex_triangle_tiled_kernel), the appends put in order into vt_tri
+        if self.tiled and self.grouped:  # a block a group of vertices, the appends put in order into vt_tri
+            self.vt_count.zero_()
+            wp.launch_tiled(vertex_triangle_group_kernel, dim=[self.vt_order.shape[0] // GROUP_SIZE],
+                            inputs=[self.triangle_bvh.id, self.points, self.triangle_lowers, self.triangle_uppers,
+                                    self.vt_order, GROUP_SIZE, self._lanes(), self.tri_info, self.tri_weld, *filt,
+                                    over_face_cos, self.vt_capacity],
+                            outputs=[self.vt_count, self.vt_append, self.min_dist, self.tv_need],
+                            block_dim=TILE_LANES, device=dev)
+            self._finish(self.vt_capacity, VT, self.vt_count, self.vt_count, self.vt_append, self.vt_tri, flags)
+        elif self.tiled:  # a block a vertex (vertex_triangle_tiled_kernel), the appends put in order into vt_tri
             self.vt_count.zero_()
             wp.launch_tiled(vertex_triangle_tiled_kernel, dim=[self.vertex_count],
                             inputs=[self.triangle_bvh.id, self.points, self.tri_info, self.tri_weld, *filt,
@@ -473,7 +523,12 @@ class SelfContactDetector:
         dev = self.device
         weld, rest, panel, rr, r = filt
         inputs = [self.edge_bvh.id, self.points, self.edge_info, rest, panel, rr, r, self.ee_capacity]
-        if self.tiled:  # a block an edge (edge_edge_tiled_kernel)
+        if self.tiled and self.grouped:  # a block a group of edges (edge_edge_group_kernel)
+            wp.launch_tiled(edge_edge_group_kernel, dim=[self.ee_order.shape[0] // GROUP_SIZE],
+                            inputs=[self.edge_bvh.id, self.points, self.edge_lowers, self.edge_uppers, self.ee_order,
+                                    GROUP_SIZE, self._lanes(), self.edge_info, rest, panel, rr, r, self.ee_capacity],
+                            outputs=[self.ee_count, self.ee_append, min_dist], block_dim=TILE_LANES, device=dev)
+        elif self.tiled:  # a block an edge (edge_edge_tiled_kernel)
             wp.launch_tiled(edge_edge_tiled_kernel, dim=[self.edge_count], inputs=inputs,
                             outputs=[self.ee_count, self.ee_append, min_dist], block_dim=TILE_LANES, device=dev)
         else:
@@ -481,6 +536,10 @@ class SelfContactDetector:
                       outputs=[self.ee_count, self.ee_append, min_dist], device=dev,
                       block_dim=query_block_dim(dev, self.edge_count))
         self._finish(self.ee_capacity, EE, self.ee_count, self.ee_count, self.ee_append, self.ee_edge, flags)
+
+    def _lanes(self) -> int:
+        """Threads a tiled block runs with: TILE_LANES on CUDA; Warp's CPU fallback runs a block as one thread."""
+        return TILE_LANES if self.device.is_cuda else 1
 
     def reset_overflow(self):
         """Zero ``overflow`` and ``required`` (a memset: capturable)."""

@@ -308,6 +308,72 @@ def pack_triangles_kernel(
     tri_weld[t] = wp.vec4i(weld[i0], weld[i1], weld[i2], 0)
 
 
+@wp.func
+def vertex_triangle_append(v: int, p: wp.vec3, wv: int, t: int, points: wp.array(dtype=wp.vec3),
+                           tri_info: wp.array(dtype=wp.vec4i), tri_weld: wp.array(dtype=wp.vec4i),
+                           rest: wp.array(dtype=wp.vec3), panel: wp.array(dtype=wp.int32), rest_radius: float,
+                           radius: float, over_face_cos: float, capacity: int, vt_count: wp.array(dtype=wp.int32),
+                           vt_append: wp.array(dtype=wp.int32), min_dist: wp.array(dtype=float),
+                           tv_need: wp.array(dtype=wp.int32)):
+    """Vertex v (at p, weld id wv) against candidate triangle t: the pair appended to v's list, counted in t's
+    ``tv_need`` and lowering the four ``min_dist`` when it is a contact (the tiled and grouped searches)."""
+    w = tri_weld[t]
+    if w[0] != wv and w[1] != wv and w[2] != wv:
+        c = tri_info[t]
+        a = points[c[0]]
+        b = points[c[1]]
+        g = points[c[2]]
+        cp, bw = closest_point_triangle(p, a, b, g)
+        d = wp.length(p - cp)
+        keep = d < radius
+        if keep and rest_radius > 0.0:
+            if rest_neighbour_triangle(v, c[0], c[1], c[2], rest, panel, rest_radius):
+                keep = False
+                if over_face_cos > 0.0:  # a rest neighbour come over the face is a contact after all
+                    n = wp.cross(b - a, g - a)
+                    nn = wp.length(n)
+                    if nn > 0.0 and wp.abs(wp.dot(p - cp, n)) >= over_face_cos * d * nn:
+                        keep = True
+        if keep:
+            slot = wp.atomic_add(vt_count, v, 1)
+            if slot < capacity:
+                vt_append[v * capacity + slot] = t
+            wp.atomic_min(min_dist, v, d)
+            wp.atomic_min(min_dist, c[0], d)
+            wp.atomic_min(min_dist, c[1], d)
+            wp.atomic_min(min_dist, c[2], d)
+            wp.atomic_add(tv_need, t, 1)
+
+
+@wp.func
+def edge_edge_append(e: int, a: wp.vec4i, p0: wp.vec3, p1: wp.vec3, f: int, points: wp.array(dtype=wp.vec3),
+                     edge_info: wp.array(dtype=wp.vec4i), rest: wp.array(dtype=wp.vec3),
+                     panel: wp.array(dtype=wp.int32), rest_radius: float, radius: float, capacity: int,
+                     ee_count: wp.array(dtype=wp.int32), ee_edge: wp.array(dtype=wp.int32),
+                     min_dist: wp.array(dtype=float)):
+    """Edge e (``a = edge_info[e]``, at p0, p1) against candidate f > e: the pair appended to both lists and
+    lowering the four ``min_dist`` when it is a contact (the tiled and grouped searches)."""
+    b = edge_info[f]
+    if b[2] != a[2] and b[2] != a[3] and b[3] != a[2] and b[3] != a[3]:
+        keep = True
+        if rest_radius > 0.0:
+            if rest_neighbour_edges(a[0], a[1], b[0], b[1], rest, panel, rest_radius):
+                keep = False
+        if keep:
+            s, u, d = closest_points_edge_edge(p0, p1, points[b[0]], points[b[1]])
+            if d < radius:
+                slot = wp.atomic_add(ee_count, e, 1)
+                if slot < capacity:
+                    ee_edge[e * capacity + slot] = f
+                slot = wp.atomic_add(ee_count, f, 1)
+                if slot < capacity:
+                    ee_edge[f * capacity + slot] = e
+                wp.atomic_min(min_dist, a[0], d)
+                wp.atomic_min(min_dist, a[1], d)
+                wp.atomic_min(min_dist, b[0], d)
+                wp.atomic_min(min_dist, b[1], d)
+
+
 @wp.kernel(module="unique", enable_backward=False)  # launched tiled (TILE_LANES threads a block): a module of its own
 def vertex_triangle_tiled_kernel(
     triangle_bvh: wp.uint64,
@@ -339,32 +405,8 @@ def vertex_triangle_tiled_kernel(
     while wp.tile_query_valid(query):
         t = wp.untile(wp.tile_bvh_query_next(query))
         if t >= 0:
-            w = tri_weld[t]
-            if w[0] != wv and w[1] != wv and w[2] != wv:
-                c = tri_info[t]
-                a = points[c[0]]
-                b = points[c[1]]
-                g = points[c[2]]
-                cp, bw = closest_point_triangle(p, a, b, g)
-                d = wp.length(p - cp)
-                keep = d < radius
-                if keep and rest_radius > 0.0:
-                    if rest_neighbour_triangle(v, c[0], c[1], c[2], rest, panel, rest_radius):
-                        keep = False
-                        if over_face_cos > 0.0:  # a rest neighbour come over the face is a contact after all
-                            n = wp.cross(b - a, g - a)
-                            nn = wp.length(n)
-                            if nn > 0.0 and wp.abs(wp.dot(p - cp, n)) >= over_face_cos * d * nn:
-                                keep = True
-                if keep:
-                    slot = wp.atomic_add(vt_count, v, 1)
-                    if slot < capacity:
-                        vt_append[v * capacity + slot] = t
-                    wp.atomic_min(min_dist, v, d)
-                    wp.atomic_min(min_dist, c[0], d)
-                    wp.atomic_min(min_dist, c[1], d)
-                    wp.atomic_min(min_dist, c[2], d)
-                    wp.atomic_add(tv_need, t, 1)
+            vertex_triangle_append(v, p, wv, t, points, tri_info, tri_weld, rest, panel, rest_radius, radius,
+                                   over_face_cos, capacity, vt_count, vt_append, min_dist, tv_need)
 
 
 @wp.kernel(module="unique", enable_backward=False)  # launched tiled (TILE_LANES threads a block): a module of its own
@@ -392,22 +434,135 @@ def edge_edge_tiled_kernel(
     while wp.tile_query_valid(query):
         f = wp.untile(wp.tile_bvh_query_next(query))
         if f > e:  # each pair tested once, by its lower edge
-            b = edge_info[f]
-            if b[2] != a[2] and b[2] != a[3] and b[3] != a[2] and b[3] != a[3]:
-                keep = True
-                if rest_radius > 0.0:
-                    if rest_neighbour_edges(a[0], a[1], b[0], b[1], rest, panel, rest_radius):
-                        keep = False
-                if keep:
-                    s, u, d = closest_points_edge_edge(p0, p1, points[b[0]], points[b[1]])
-                    if d < radius:
-                        slot = wp.atomic_add(ee_count, e, 1)
-                        if slot < capacity:
-                            ee_edge[e * capacity + slot] = f
-                        slot = wp.atomic_add(ee_count, f, 1)
-                        if slot < capacity:
-                            ee_edge[f * capacity + slot] = e
-                        wp.atomic_min(min_dist, a[0], d)
-                        wp.atomic_min(min_dist, a[1], d)
-                        wp.atomic_min(min_dist, b[0], d)
-                        wp.atomic_min(min_dist, b[1], d)
+            edge_edge_append(e, a, p0, p1, f, points, edge_info, rest, panel, rest_radius, radius, capacity,
+                             ee_count, ee_edge, min_dist)
+
+
+# --------------------------------------------------------------------------------------
+# CUDA: one query per group of nearby primitives, its block's threads traversing the BVH together
+
+
+GROUP_SIZE = 32  # primitives a grouped query searches for (SelfContactDetector.group_order: close in the rest shape)
+
+
+@wp.func
+def group_box(lo: wp.vec3, hi: wp.vec3):
+    """The box holding every thread's (lo, hi) of the block (a block-wide min and max, 6 reductions)."""
+    glo = wp.vec3(wp.tile_min(wp.tile(lo[0]))[0], wp.tile_min(wp.tile(lo[1]))[0], wp.tile_min(wp.tile(lo[2]))[0])
+    ghi = wp.vec3(wp.tile_max(wp.tile(hi[0]))[0], wp.tile_max(wp.tile(hi[1]))[0], wp.tile_max(wp.tile(hi[2]))[0])
+    return glo, ghi
+
+
+@wp.func
+def boxes_overlap(alo: wp.vec3, ahi: wp.vec3, blo: wp.vec3, bhi: wp.vec3):
+    return not (alo[0] > bhi[0] or alo[1] > bhi[1] or alo[2] > bhi[2]
+                or ahi[0] < blo[0] or ahi[1] < blo[1] or ahi[2] < blo[2])
+
+
+@wp.kernel(module="unique", enable_backward=False)  # launched tiled (TILE_LANES threads a block): a module of its own
+def vertex_triangle_group_kernel(
+    triangle_bvh: wp.uint64,
+    points: wp.array(dtype=wp.vec3),
+    triangle_lowers: wp.array(dtype=wp.vec3),
+    triangle_uppers: wp.array(dtype=wp.vec3),
+    order: wp.array(dtype=wp.int32),
+    group: int,
+    lanes: int,
+    tri_info: wp.array(dtype=wp.vec4i),
+    tri_weld: wp.array(dtype=wp.vec4i),
+    weld: wp.array(dtype=wp.int32),
+    rest: wp.array(dtype=wp.vec3),
+    panel: wp.array(dtype=wp.int32),
+    rest_radius: float,
+    radius: float,
+    over_face_cos: float,
+    capacity: int,
+    vt_count: wp.array(dtype=wp.int32),
+    vt_append: wp.array(dtype=wp.int32),
+    min_dist: wp.array(dtype=float),
+    tv_need: wp.array(dtype=wp.int32),
+):
+    """The vertex–triangle search a group of ``group`` vertices at a time (``order[g * group:(g + 1) * group]``,
+    -1 padding; neighbours in the rest shape, so close together in any pose): the block traverses the triangle
+    BVH once with the box of the group's query boxes, and every candidate handed out is shown to each thread
+    in turn (``lanes`` = the block's threads: ``group / lanes`` vertices a thread), which tests it against its
+    own vertices' boxes and then as :func:`vertex_triangle_tiled_kernel` does. The same pairs, appends and
+    ``min_dist``; one traversal a group instead of one a vertex."""
+    g, lane = wp.tid()
+    per = group // lanes
+    rv = wp.vec3(radius)
+    lo = wp.vec3(1.0e30)
+    hi = wp.vec3(-1.0e30)
+    for s in range(per):
+        v = order[g * group + lane * per + s]
+        if v >= 0:
+            lo = wp.min(lo, points[v] - rv)
+            hi = wp.max(hi, points[v] + rv)
+    glo, ghi = group_box(lo, hi)
+    query = wp.tile_bvh_query_aabb(triangle_bvh, glo, ghi)
+    while wp.tile_query_valid(query):
+        batch = wp.tile_bvh_query_next(query)
+        for k in range(lanes):
+            t = wp.tile_extract(batch, k)
+            if t >= 0:
+                tlo = triangle_lowers[t]
+                thi = triangle_uppers[t]
+                for s in range(per):
+                    v = order[g * group + lane * per + s]
+                    if v >= 0:
+                        p = points[v]
+                        if boxes_overlap(p - rv, p + rv, tlo, thi):
+                            vertex_triangle_append(v, p, weld[v], t, points, tri_info, tri_weld, rest, panel,
+                                                   rest_radius, radius, over_face_cos, capacity, vt_count,
+                                                   vt_append, min_dist, tv_need)
+
+
+@wp.kernel(module="unique", enable_backward=False)  # launched tiled (TILE_LANES threads a block): a module of its own
+def edge_edge_group_kernel(
+    edge_bvh: wp.uint64,
+    points: wp.array(dtype=wp.vec3),
+    edge_lowers: wp.array(dtype=wp.vec3),
+    edge_uppers: wp.array(dtype=wp.vec3),
+    order: wp.array(dtype=wp.int32),
+    group: int,
+    lanes: int,
+    edge_info: wp.array(dtype=wp.vec4i),
+    rest: wp.array(dtype=wp.vec3),
+    panel: wp.array(dtype=wp.int32),
+    rest_radius: float,
+    radius: float,
+    capacity: int,
+    ee_count: wp.array(dtype=wp.int32),
+    ee_edge: wp.array(dtype=wp.int32),
+    min_dist: wp.array(dtype=float),
+):
+    """The edge–edge search a group of ``group`` edges at a time, as :func:`vertex_triangle_group_kernel`:
+    one traversal of the edge BVH with the box of the group's query boxes, each candidate tested by every
+    thread against its own edges' boxes, then as :func:`edge_edge_tiled_kernel` (each pair by its lower
+    edge). The same pairs, appends and ``min_dist``."""
+    g, lane = wp.tid()
+    per = group // lanes
+    rv = wp.vec3(radius)
+    lo = wp.vec3(1.0e30)
+    hi = wp.vec3(-1.0e30)
+    for s in range(per):
+        e = order[g * group + lane * per + s]
+        if e >= 0:
+            lo = wp.min(lo, edge_lowers[e] - rv)
+            hi = wp.max(hi, edge_uppers[e] + rv)
+    glo, ghi = group_box(lo, hi)
+    query = wp.tile_bvh_query_aabb(edge_bvh, glo, ghi)
+    while wp.tile_query_valid(query):
+        batch = wp.tile_bvh_query_next(query)
+        for k in range(lanes):
+            f = wp.tile_extract(batch, k)
+            if f >= 0:
+                flo = edge_lowers[f]
+                fhi = edge_uppers[f]
+                for s in range(per):
+                    e = order[g * group + lane * per + s]
+                    if e >= 0 and f > e:
+                        if boxes_overlap(edge_lowers[e] - rv, edge_uppers[e] + rv, flo, fhi):
+                            a = edge_info[e]
+                            edge_edge_append(e, a, points[a[0]], points[a[1]], f, points, edge_info, rest, panel,
+                                             rest_radius, radius, capacity, ee_count, ee_edge, min_dist)
