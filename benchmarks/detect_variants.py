@@ -35,6 +35,7 @@ from sim_grid import ClothsimRunner, Scene, initial_guess_for, material_from, pa
 
 import clothsim.collision.self_contact_kernels as det_kernels  # noqa: E402
 from clothsim.collision.contact_funcs import closest_point_triangle, closest_points_edge_edge  # noqa: E402
+from clothsim.collision.self_contact import group_order  # noqa: E402
 from clothsim.collision.self_contact_kernels import (edge_pair_distance, rest_neighbour_edges,  # noqa: E402
                                                      rest_neighbour_triangle)
 
@@ -380,19 +381,6 @@ def vt_tiled_sorted(bvh: wp.uint64, points: wp.array(dtype=wp.vec3), triangles: 
             vt_record(v, t, vt_pair(v, t, p, wv, points, triangles, weld, rest, panel, rr, r), r, cap, count, items)
 
 
-def morton_order(x: np.ndarray, group: int = 1) -> np.ndarray:
-    """Indices of points ``x`` along a 3D Morton curve (10 bits an axis), padded with -1 to a multiple of group."""
-    lo = x.min(axis=0)
-    q = np.clip(((x - lo) / np.maximum(x.max(axis=0) - lo, 1e-12) * 1023.0).astype(np.int64), 0, 1023)
-    code = np.zeros(len(x), np.int64)
-    for bit in range(10):
-        for axis in range(3):
-            code |= ((q[:, axis] >> bit) & 1) << (3 * bit + axis)
-    order = np.argsort(code, kind="stable").astype(np.int32)
-    pad = (-len(x)) % group
-    return np.concatenate([order, np.full(pad, -1, np.int32)])
-
-
 def timed(fn, device, repeats):
     fn()
     wp.synchronize_device(device)
@@ -533,17 +521,18 @@ def run_size(cs, a, n):
     e_np = det.edges.numpy().reshape(-1, 2)
     mid = 0.5 * (rest_np[e_np[:, 0]] + rest_np[e_np[:, 1]])
     lanes = TILE if dev.is_cuda else 1
+    zeros_e, zeros_v = np.zeros(len(mid), np.int32), np.zeros(len(rest_np), np.int32)
     if dev.is_cuda or TILED_ON_CPU:
-        order_e = wp.array(morton_order(mid), dtype=wp.int32, device=dev)
-        order_v = wp.array(morton_order(rest_np), dtype=wp.int32, device=dev)
+        order_e = wp.array(group_order(mid, zeros_e, 1), dtype=wp.int32, device=dev)
+        order_v = wp.array(group_order(rest_np, zeros_v, 1), dtype=wp.int32, device=dev)
         variants.append(("ee", "tiled_sorted", ee(ee_tiled_sorted, eb, [det.points, packed, order_e, *packed_e[2:]],
                                                    tiled=True), pairs_e))
         variants.append(("vt", "tiled_sorted", vt(vt_tiled_sorted, tb, tiled=True,
                                                    args=[det.points, det.triangles, det.weld, order_v, *common_v[3:]]),
                          pairs_v))
-        for g in (8, 16, 32, 64):
-            oe = wp.array(morton_order(mid, g), dtype=wp.int32, device=dev)
-            ov = wp.array(morton_order(rest_np, g), dtype=wp.int32, device=dev)
+        for g in (2, 4, 8, 16):
+            oe = wp.array(group_order(mid, zeros_e, g), dtype=wp.int32, device=dev)
+            ov = wp.array(group_order(rest_np, zeros_v, g), dtype=wp.int32, device=dev)
 
             def ee_g(oe=oe, g=g):
                 count_e.zero_()

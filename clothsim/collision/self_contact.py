@@ -169,9 +169,9 @@ class SelfContactDetector:
         # to run the tiled kernels there (Warp's CPU fallback of the block query). They read a primitive's
         # vertices and their weld ids in 16-byte loads:
         self.tiled = dev.is_cuda
-        # tiled searches a group of GROUP_SIZE primitives at a time (one BVH traversal a group, not one a
-        # primitive: vertex_triangle_group_kernel, edge_edge_group_kernel); the groups (vt_order, ee_order) are
-        # made by build()
+        # tiled searches for a group of GROUP_SIZE primitives at a time (one BVH traversal a group, not one a
+        # primitive: vertex_triangle_group_kernel, edge_edge_group_kernel; a test may set ``grouped`` on the CPU
+        # too); the groups (vt_order, ee_order) are made by build()
         self.grouped = dev.is_cuda
         self.vt_order = self.ee_order = None
         self.edge_info = wp.zeros(max(e, 1), dtype=wp.vec4i, device=dev)
@@ -489,7 +489,7 @@ class SelfContactDetector:
 
     def _vertex_triangle_lists(self, filt, over_face_cos, flags):
         dev = self.device
-        if self.tiled and self.grouped:  # a block a group of vertices, the appends put in order into vt_tri
+        if self.tiled and self.grouped:  # a block a group of vertices (vertex_triangle_group_kernel)
             self.vt_count.zero_()
             wp.launch_tiled(vertex_triangle_group_kernel, dim=[self.vt_order.shape[0] // GROUP_SIZE],
                             inputs=[self.triangle_bvh.id, self.points, self.triangle_lowers, self.triangle_uppers,

@@ -439,10 +439,15 @@ def edge_edge_tiled_kernel(
 
 
 # --------------------------------------------------------------------------------------
-# CUDA: one query per group of nearby primitives, its block's threads traversing the BVH together
+# CUDA: one query per group of primitives that lie together in the rest shape
 
 
-GROUP_SIZE = 32  # primitives a grouped query searches for (SelfContactDetector.group_order: close in the rest shape)
+# primitives a grouped query searches for (SelfContactDetector's vt_order / ee_order: a Morton order of the rest
+# shape). H200, piled fold, 20 frames (benchmarks/detect_variants.py, results/detect_variants_h200_s28_flip.*),
+# one query a primitive against groups of 8 / 16 / 32 / 64: edge-edge 4.25 -> 2.20 / 2.36 / 3.37 / 6.14 ms at N = 256,
+# 0.74 -> 0.38 / 0.63 / 1.17 / 2.55 ms at N = 128; vertex-triangle 1.09 -> 0.75 / 1.22 / 2.49 / 4.54 ms at N = 256,
+# 0.22 -> 0.27 / 0.45 / 0.85 / 1.34 ms at N = 128
+GROUP_SIZE = 8
 
 
 @wp.func
@@ -482,39 +487,37 @@ def vertex_triangle_group_kernel(
     min_dist: wp.array(dtype=float),
     tv_need: wp.array(dtype=wp.int32),
 ):
-    """The vertex–triangle search a group of ``group`` vertices at a time (``order[g * group:(g + 1) * group]``,
-    -1 padding; neighbours in the rest shape, so close together in any pose): the block traverses the triangle
-    BVH once with the box of the group's query boxes, and every candidate handed out is shown to each thread
-    in turn (``lanes`` = the block's threads: ``group / lanes`` vertices a thread), which tests it against its
-    own vertices' boxes and then as :func:`vertex_triangle_tiled_kernel` does. The same pairs, appends and
-    ``min_dist``; one traversal a group instead of one a vertex."""
+    """The vertex–triangle search for a group of ``group`` vertices at a time (``order[g * group:(g + 1) *
+    group]``, -1 padding; neighbours in the rest shape, so close together in any pose): the block traverses the
+    triangle BVH once with the box of the group's query boxes, and each thread (``lanes`` of them) tests the
+    candidate handed to it against every vertex of the group, their query boxes first, then as
+    :func:`vertex_triangle_tiled_kernel` does. The same pairs, appends and ``min_dist``; one traversal for
+    ``group`` vertices."""
     g, lane = wp.tid()
-    per = group // lanes
     rv = wp.vec3(radius)
     lo = wp.vec3(1.0e30)
     hi = wp.vec3(-1.0e30)
-    for s in range(per):
-        v = order[g * group + lane * per + s]
+    s = lane
+    while s < group:
+        v = order[g * group + s]
         if v >= 0:
             lo = wp.min(lo, points[v] - rv)
             hi = wp.max(hi, points[v] + rv)
+        s += lanes
     glo, ghi = group_box(lo, hi)
     query = wp.tile_bvh_query_aabb(triangle_bvh, glo, ghi)
     while wp.tile_query_valid(query):
-        batch = wp.tile_bvh_query_next(query)
-        for k in range(lanes):
-            t = wp.tile_extract(batch, k)
-            if t >= 0:
-                tlo = triangle_lowers[t]
-                thi = triangle_uppers[t]
-                for s in range(per):
-                    v = order[g * group + lane * per + s]
-                    if v >= 0:
-                        p = points[v]
-                        if boxes_overlap(p - rv, p + rv, tlo, thi):
-                            vertex_triangle_append(v, p, weld[v], t, points, tri_info, tri_weld, rest, panel,
-                                                   rest_radius, radius, over_face_cos, capacity, vt_count,
-                                                   vt_append, min_dist, tv_need)
+        t = wp.untile(wp.tile_bvh_query_next(query))
+        if t >= 0:
+            tlo = triangle_lowers[t]
+            thi = triangle_uppers[t]
+            for k in range(group):
+                v = order[g * group + k]
+                if v >= 0:
+                    p = points[v]
+                    if boxes_overlap(p - rv, p + rv, tlo, thi):
+                        vertex_triangle_append(v, p, weld[v], t, points, tri_info, tri_weld, rest, panel, rest_radius,
+                                               radius, over_face_cos, capacity, vt_count, vt_append, min_dist, tv_need)
 
 
 @wp.kernel(module="unique", enable_backward=False)  # launched tiled (TILE_LANES threads a block): a module of its own
@@ -536,33 +539,32 @@ def edge_edge_group_kernel(
     ee_edge: wp.array(dtype=wp.int32),
     min_dist: wp.array(dtype=float),
 ):
-    """The edge–edge search a group of ``group`` edges at a time, as :func:`vertex_triangle_group_kernel`:
-    one traversal of the edge BVH with the box of the group's query boxes, each candidate tested by every
-    thread against its own edges' boxes, then as :func:`edge_edge_tiled_kernel` (each pair by its lower
-    edge). The same pairs, appends and ``min_dist``."""
+    """The edge–edge search for a group of ``group`` edges at a time, as :func:`vertex_triangle_group_kernel`:
+    one traversal of the edge BVH with the box of the group's query boxes, each thread testing its candidate
+    against every edge of the group (boxes first, each pair by its lower edge), then as
+    :func:`edge_edge_tiled_kernel`. The same pairs, appends and ``min_dist``."""
     g, lane = wp.tid()
-    per = group // lanes
     rv = wp.vec3(radius)
     lo = wp.vec3(1.0e30)
     hi = wp.vec3(-1.0e30)
-    for s in range(per):
-        e = order[g * group + lane * per + s]
+    s = lane
+    while s < group:
+        e = order[g * group + s]
         if e >= 0:
             lo = wp.min(lo, edge_lowers[e] - rv)
             hi = wp.max(hi, edge_uppers[e] + rv)
+        s += lanes
     glo, ghi = group_box(lo, hi)
     query = wp.tile_bvh_query_aabb(edge_bvh, glo, ghi)
     while wp.tile_query_valid(query):
-        batch = wp.tile_bvh_query_next(query)
-        for k in range(lanes):
-            f = wp.tile_extract(batch, k)
-            if f >= 0:
-                flo = edge_lowers[f]
-                fhi = edge_uppers[f]
-                for s in range(per):
-                    e = order[g * group + lane * per + s]
-                    if e >= 0 and f > e:
-                        if boxes_overlap(edge_lowers[e] - rv, edge_uppers[e] + rv, flo, fhi):
-                            a = edge_info[e]
-                            edge_edge_append(e, a, points[a[0]], points[a[1]], f, points, edge_info, rest, panel,
-                                             rest_radius, radius, capacity, ee_count, ee_edge, min_dist)
+        f = wp.untile(wp.tile_bvh_query_next(query))
+        if f >= 0:
+            flo = edge_lowers[f]
+            fhi = edge_uppers[f]
+            for k in range(group):
+                e = order[g * group + k]
+                if e >= 0 and f > e:
+                    if boxes_overlap(edge_lowers[e] - rv, edge_uppers[e] + rv, flo, fhi):
+                        a = edge_info[e]
+                        edge_edge_append(e, a, points[a[0]], points[a[1]], f, points, edge_info, rest, panel,
+                                         rest_radius, radius, capacity, ee_count, ee_edge, min_dist)
