@@ -4,9 +4,11 @@
 primitives closer than R and writes them to fixed-capacity per-primitive lists, on the device,
 without host round trips (so ``detect()`` can be captured in a CUDA graph). Two BVH queries per
 detection: one per vertex against the triangles (the vt lists; the tv lists are their inversion) and one per
-edge against the edges, each pair tested once by its lower edge and appended to both lists. On CUDA each
-query is traversed by a block of threads together (``wp.tile_bvh_query_aabb``: a pile's tens of candidates a
-query tested in parallel), and the edge–edge search runs on a second stream beside the vertex–triangle one;
+edge against the edges, each pair tested once by its lower edge and appended to both lists. On CUDA a block of
+threads traverses the BVH together (``wp.tile_bvh_query_aabb``: a pile's tens of candidates tested in parallel),
+once for a group of ``GROUP_SIZE`` primitives that are neighbours in the rest shape (``grouped``; each thread
+tests its candidate against the whole group), and the edge–edge search runs on a second stream beside the
+vertex–triangle one;
 on the CPU one thread a query (the CPU's vt lists written in BVH traversal order, no appends). Appended lists
 are put in order afterwards, so every list is the same run to run: on the CPU sorted in place
 (``finish_lists_kernel``); on CUDA the appends go to lists of their own (``vt_append``, ``tv_append``,
