@@ -17,6 +17,16 @@ owns it): the same pairs, but on the H200 9.0x slower at N = 256 (5.7 → 50.8 m
 (`results/detect_variants_h200_s27_by_triangle.json`): in a pile the candidates grow with the query box's
 volume, and a triangle pair brings up to nine edge pairs to test, most of them apart.
 
+Session 28: ``tiled_sorted`` launches the per-primitive queries along a Morton curve of the rest shape (little
+change), and ``groupG`` traverses once for G primitives close in the rest shape, each thread testing the
+candidate handed to it against every primitive of the group: with G = 8 the edge–edge search 4.25 → 2.20 ms at
+N = 256 on the H200 (`results/detect_variants_h200_s28_flip.json`), kept as clothsim's CUDA search
+(``vertex_triangle_group_kernel``, ``edge_edge_group_kernel``; ``prod`` here, ``prod_per_edge`` /
+``prod_per_vertex`` / ``ordered_per_primitive`` one query a primitive, and the run checks that both give the same
+lists). The other way round, each thread one primitive of a group of 32 and every candidate shown to all threads
+in turn (``wp.tile_extract``), gave the same lists but a slower detection (6.51 → 9.21 ms at N = 256,
+`results/detect_variants_h200_s28_grouped.json`) and was not kept.
+
     python benchmarks/detect_variants.py --device cuda:0 --sizes 128,256 --frames 20 --json out/detect_variants.json
 """
 
