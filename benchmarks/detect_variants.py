@@ -20,7 +20,8 @@ volume, and a triangle pair brings up to nine edge pairs to test, most of them a
 Session 28: ``tiled_sorted`` launches the per-primitive queries along a Morton curve of the rest shape (little
 change), and ``groupG`` traverses once for G primitives close in the rest shape, each thread testing the
 candidate handed to it against every primitive of the group: with G = 8 the edge–edge search 4.25 → 2.20 ms at
-N = 256 on the H200 (`results/detect_variants_h200_s28_flip.json`), kept as clothsim's CUDA search
+N = 256 on the H200 (`results/detect_variants_h200_s28_flip.json`, measured with kernels of this script that
+recorded pairs only; ``groupG`` now launches clothsim's own kernels with groups of G, lists unranked), kept as clothsim's CUDA search
 (``vertex_triangle_group_kernel``, ``edge_edge_group_kernel``; ``prod`` here, ``prod_per_edge`` /
 ``prod_per_vertex`` / ``ordered_per_primitive`` one query a primitive, and the run checks that both give the same
 lists). The other way round, each thread one primitive of a group of 32 and every candidate shown to all threads
@@ -272,89 +273,6 @@ def vt_tiled_packed(bvh: wp.uint64, points: wp.array(dtype=wp.vec3), tri4: wp.ar
                 vt_record(v, t, d, r, cap, count, items)
 
 
-@wp.func
-def overlap(alo: wp.vec3, ahi: wp.vec3, blo: wp.vec3, bhi: wp.vec3):
-    return not (alo[0] > bhi[0] or alo[1] > bhi[1] or alo[2] > bhi[2]
-                or ahi[0] < blo[0] or ahi[1] < blo[1] or ahi[2] < blo[2])
-
-
-@wp.func
-def block_box(lo: wp.vec3, hi: wp.vec3):
-    """The box of every thread's (lo, hi) in the block (six block reductions)."""
-    return (wp.vec3(wp.tile_min(wp.tile(lo[0]))[0], wp.tile_min(wp.tile(lo[1]))[0], wp.tile_min(wp.tile(lo[2]))[0]),
-            wp.vec3(wp.tile_max(wp.tile(hi[0]))[0], wp.tile_max(wp.tile(hi[1]))[0], wp.tile_max(wp.tile(hi[2]))[0]))
-
-
-@wp.kernel
-def ee_group_flip(bvh: wp.uint64, points: wp.array(dtype=wp.vec3), packed: wp.array(dtype=wp.vec4i),
-                  lowers: wp.array(dtype=wp.vec3), uppers: wp.array(dtype=wp.vec3), order: wp.array(dtype=wp.int32),
-                  group: int, lanes: int,
-                  rest: wp.array(dtype=wp.vec3), panel: wp.array(dtype=wp.int32), rr: float, r: float, cap: int,
-                  count: wp.array(dtype=wp.int32), items: wp.array(dtype=wp.int32)):
-    """One tiled traversal for ``group`` edges close in the rest shape (box of their query boxes); each thread
-    takes a candidate and tests it against every edge of the group (their boxes first)."""
-    g, lane = wp.tid()
-    rv = wp.vec3(r)
-    lo = wp.vec3(1.0e30)
-    hi = wp.vec3(-1.0e30)
-    s = lane
-    while s < group:
-        e = order[g * group + s]
-        if e >= 0:
-            lo = wp.min(lo, lowers[e] - rv)
-            hi = wp.max(hi, uppers[e] + rv)
-        s += lanes
-    glo, ghi = block_box(lo, hi)
-    q = wp.tile_bvh_query_aabb(bvh, glo, ghi)
-    while wp.tile_query_valid(q):
-        f = wp.untile(wp.tile_bvh_query_next(q))
-        if f >= 0:
-            flo = lowers[f]
-            fhi = uppers[f]
-            for k in range(group):
-                e = order[g * group + k]
-                if e >= 0 and f > e:
-                    if overlap(lowers[e] - rv, uppers[e] + rv, flo, fhi):
-                        a = packed[e]
-                        d, j0, j1 = edge_pair_distance(e, f, a, points[a[0]], points[a[1]], points, packed, rest,
-                                                       panel, rr)
-                        ee_record(e, f, d, r, cap, count, items)
-
-
-@wp.kernel
-def vt_group_flip(bvh: wp.uint64, points: wp.array(dtype=wp.vec3), triangles: wp.array2d(dtype=wp.int32),
-                  weld: wp.array(dtype=wp.int32), lowers: wp.array(dtype=wp.vec3), uppers: wp.array(dtype=wp.vec3),
-                  order: wp.array(dtype=wp.int32), group: int, lanes: int,
-                  rest: wp.array(dtype=wp.vec3), panel: wp.array(dtype=wp.int32), rr: float, r: float, cap: int,
-                  count: wp.array(dtype=wp.int32), items: wp.array(dtype=wp.int32)):
-    """ee_group_flip's scheme for the vertex-triangle search: one traversal for ``group`` vertices."""
-    g, lane = wp.tid()
-    rv = wp.vec3(r)
-    lo = wp.vec3(1.0e30)
-    hi = wp.vec3(-1.0e30)
-    s = lane
-    while s < group:
-        v = order[g * group + s]
-        if v >= 0:
-            lo = wp.min(lo, points[v] - rv)
-            hi = wp.max(hi, points[v] + rv)
-        s += lanes
-    glo, ghi = block_box(lo, hi)
-    q = wp.tile_bvh_query_aabb(bvh, glo, ghi)
-    while wp.tile_query_valid(q):
-        t = wp.untile(wp.tile_bvh_query_next(q))
-        if t >= 0:
-            tlo = lowers[t]
-            thi = uppers[t]
-            for k in range(group):
-                v = order[g * group + k]
-                if v >= 0:
-                    p = points[v]
-                    if overlap(p - rv, p + rv, tlo, thi):
-                        vt_record(v, t, vt_pair(v, t, p, weld[v], points, triangles, weld, rest, panel, rr, r), r,
-                                  cap, count, items)
-
-
 @wp.kernel
 def ee_tiled_sorted(bvh: wp.uint64, points: wp.array(dtype=wp.vec3), packed: wp.array(dtype=wp.vec4i),
                     order: wp.array(dtype=wp.int32),
@@ -544,21 +462,25 @@ def run_size(cs, a, n):
             oe = wp.array(group_order(mid, zeros_e, g), dtype=wp.int32, device=dev)
             ov = wp.array(group_order(rest_np, zeros_v, g), dtype=wp.int32, device=dev)
 
-            def ee_g(oe=oe, g=g):
-                count_e.zero_()
-                wp.launch_tiled(ee_group_flip, dim=[oe.shape[0] // g],
-                                inputs=[eb.id, det.points, packed, det.edge_lowers, det.edge_uppers, oe, g, lanes,
-                                        *packed_e[2:]], outputs=[count_e, items_e], block_dim=TILE, device=dev)
+            def ee_g(oe=oe, g=g):  # clothsim's kernel with groups of g, into the detector's unranked lists
+                det.ee_count.zero_()
+                wp.launch_tiled(det_kernels.edge_edge_group_kernel, dim=[oe.shape[0] // g],
+                                inputs=[eb.id, det.points, det.edge_lowers, det.edge_uppers, oe, g, lanes,
+                                        det.edge_info, det.rest, det.panel, rr, r, det.ee_capacity],
+                                outputs=[det.ee_count, det.ee_append, det.min_dist], block_dim=TILE, device=dev)
 
             def vt_g(ov=ov, g=g):
-                count_v.zero_()
-                wp.launch_tiled(vt_group_flip, dim=[ov.shape[0] // g],
-                                inputs=[tb.id, det.points, det.triangles, det.weld, det.triangle_lowers,
-                                        det.triangle_uppers, ov, g, lanes, *common_v[3:]],
-                                outputs=[count_v, items_v], block_dim=TILE, device=dev)
+                det.vt_count.zero_()
+                det.tv_need.zero_()
+                wp.launch_tiled(det_kernels.vertex_triangle_group_kernel, dim=[ov.shape[0] // g],
+                                inputs=[tb.id, det.points, det.triangle_lowers, det.triangle_uppers, ov, g, lanes,
+                                        det.tri_info, det.tri_weld, det.weld, det.rest, det.panel, rr, r, 0.0,
+                                        det.vt_capacity],
+                                outputs=[det.vt_count, det.vt_append, det.min_dist, det.tv_need], block_dim=TILE,
+                                device=dev)
 
-            variants.append(("ee", f"group{g}", ee_g, pairs_e))
-            variants.append(("vt", f"group{g}", vt_g, pairs_v))
+            variants.append(("ee", f"group{g}", ee_g, lambda: int(det.ee_count.numpy().sum())))
+            variants.append(("vt", f"group{g}", vt_g, lambda: int(det.vt_count.numpy().sum())))
     # the whole detection (bounds, refit, searches, lists put in order) against the same with the lists left in
     # their appends' order (Simulator(deterministic=False)); pairs = vertex-triangle + edge-edge list entries
     def pairs_both():

@@ -451,8 +451,20 @@ GROUP_SIZE = 8
 
 
 @wp.func
-def group_box(lo: wp.vec3, hi: wp.vec3):
-    """The box holding every thread's (lo, hi) of the block (a block-wide min and max, 6 reductions)."""
+def group_box(order: wp.array(dtype=wp.int32), g: int, group: int, lane: int, lanes: int,
+              lowers: wp.array(dtype=wp.vec3), uppers: wp.array(dtype=wp.vec3), radius: float):
+    """The box holding the query boxes (``lowers``/``uppers`` grown by ``radius``) of group g's primitives: each
+    of the block's ``lanes`` threads bounds its share, then a block-wide min and max (6 reductions)."""
+    rv = wp.vec3(radius)
+    lo = wp.vec3(1.0e30)
+    hi = wp.vec3(-1.0e30)
+    s = lane
+    while s < group:
+        i = order[g * group + s]
+        if i >= 0:
+            lo = wp.min(lo, lowers[i] - rv)
+            hi = wp.max(hi, uppers[i] + rv)
+        s += lanes
     glo = wp.vec3(wp.tile_min(wp.tile(lo[0]))[0], wp.tile_min(wp.tile(lo[1]))[0], wp.tile_min(wp.tile(lo[2]))[0])
     ghi = wp.vec3(wp.tile_max(wp.tile(hi[0]))[0], wp.tile_max(wp.tile(hi[1]))[0], wp.tile_max(wp.tile(hi[2]))[0])
     return glo, ghi
@@ -495,16 +507,7 @@ def vertex_triangle_group_kernel(
     ``group`` vertices."""
     g, lane = wp.tid()
     rv = wp.vec3(radius)
-    lo = wp.vec3(1.0e30)
-    hi = wp.vec3(-1.0e30)
-    s = lane
-    while s < group:
-        v = order[g * group + s]
-        if v >= 0:
-            lo = wp.min(lo, points[v] - rv)
-            hi = wp.max(hi, points[v] + rv)
-        s += lanes
-    glo, ghi = group_box(lo, hi)
+    glo, ghi = group_box(order, g, group, lane, lanes, points, points, radius)
     query = wp.tile_bvh_query_aabb(triangle_bvh, glo, ghi)
     while wp.tile_query_valid(query):
         t = wp.untile(wp.tile_bvh_query_next(query))
@@ -545,16 +548,7 @@ def edge_edge_group_kernel(
     :func:`edge_edge_tiled_kernel`. The same pairs, appends and ``min_dist``."""
     g, lane = wp.tid()
     rv = wp.vec3(radius)
-    lo = wp.vec3(1.0e30)
-    hi = wp.vec3(-1.0e30)
-    s = lane
-    while s < group:
-        e = order[g * group + s]
-        if e >= 0:
-            lo = wp.min(lo, edge_lowers[e] - rv)
-            hi = wp.max(hi, edge_uppers[e] + rv)
-        s += lanes
-    glo, ghi = group_box(lo, hi)
+    glo, ghi = group_box(order, g, group, lane, lanes, edge_lowers, edge_uppers, radius)
     query = wp.tile_bvh_query_aabb(edge_bvh, glo, ghi)
     while wp.tile_query_valid(query):
         f = wp.untile(wp.tile_bvh_query_next(query))
