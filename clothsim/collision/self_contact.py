@@ -173,7 +173,7 @@ class SelfContactDetector:
         self.tiled = dev.is_cuda
         # tiled searches for a group of GROUP_SIZE primitives at a time (one BVH traversal a group, not one a
         # primitive: vertex_triangle_group_kernel, edge_edge_group_kernel; a test may set ``grouped`` on the CPU
-        # too); the groups (vt_order, ee_order) are made by build()
+        # too); the groups (vt_order, ee_order) are made by build() when grouped
         self.grouped = dev.is_cuda
         self.vt_order = self.ee_order = None
         self.edge_info = wp.zeros(max(e, 1), dtype=wp.vec4i, device=dev)
@@ -284,7 +284,8 @@ class SelfContactDetector:
         pos = self._check_positions(as_vec3_array(positions, self.device))
         self._update_bounds(pos)
         self.triangle_bvh = wp.Bvh(self.triangle_lowers, self.triangle_uppers)
-        self._group_orders(pos)
+        if self.grouped:
+            self._group_orders(pos)
         self.edge_bvh = (wp.Bvh(self.edge_lowers, self.edge_uppers, leaf_size=CPU_EDGE_LEAF if self.device.is_cpu else 1)
                          if self.edge_count else None)
 
@@ -492,6 +493,8 @@ class SelfContactDetector:
     def _vertex_triangle_lists(self, filt, over_face_cos, flags):
         dev = self.device
         if self.tiled and self.grouped:  # a block a group of vertices (vertex_triangle_group_kernel)
+            if self.vt_order is None:  # grouped set after build() (a test on the CPU)
+                self._group_orders(self.points)
             self.vt_count.zero_()
             wp.launch_tiled(vertex_triangle_group_kernel, dim=[self.vt_order.shape[0] // GROUP_SIZE],
                             inputs=[self.triangle_bvh.id, self.points, self.triangle_lowers, self.triangle_uppers,
@@ -526,6 +529,8 @@ class SelfContactDetector:
         weld, rest, panel, rr, r = filt
         inputs = [self.edge_bvh.id, self.points, self.edge_info, rest, panel, rr, r, self.ee_capacity]
         if self.tiled and self.grouped:  # a block a group of edges (edge_edge_group_kernel)
+            if self.ee_order is None:
+                self._group_orders(self.points)
             wp.launch_tiled(edge_edge_group_kernel, dim=[self.ee_order.shape[0] // GROUP_SIZE],
                             inputs=[self.edge_bvh.id, self.points, self.edge_lowers, self.edge_uppers, self.ee_order,
                                     GROUP_SIZE, self._lanes(), self.edge_info, rest, panel, rr, r, self.ee_capacity],
