@@ -13,7 +13,7 @@ import trimesh
 import warp as wp
 
 from clothsim.collision._arrays import unique_edges
-from clothsim.collision.self_contact import SelfContactDetector
+from clothsim.collision.self_contact import SelfContactDetector, group_order
 from clothsim.errors import SimulationError
 
 R = 0.06
@@ -452,3 +452,23 @@ def test_threaded_detect_gives_the_same_lists(cloth):
                 for e, lst in enumerate(g[0]["ee"]):
                     assert len(lst) <= cap and set(lst) <= set(full[e]), e
             assert got[0][2][0] > 0 and max(got[0][3]) > cap
+
+
+def test_group_order_makes_compact_groups_within_panels():
+    """group_order (the grouped searches' groups): every point once, panel by panel, each panel padded with -1 to
+    whole groups, and every group a small patch of one panel: on two 64 x 64 grids of 1 cm spacing whose boxes
+    overlap (two panels, the second 3 points short), each group of 8 is a 2 x 4 block (span 3 cm; a run of the
+    grid's index order spans 7 cm)."""
+    n = 64
+    u, v = np.meshgrid(np.arange(n) * 0.01, np.arange(n) * 0.01, indexing="ij")
+    grid = np.stack([u, v, np.zeros_like(u)], -1).reshape(-1, 3)
+    x = np.concatenate([grid, grid[:-3] + [0.3, 0.0, 0.0]])
+    panel = np.repeat([0, 1], [n * n, n * n - 3])
+    order = group_order(x, panel, 8)
+    assert len(order) == 2 * n * n and (order[:-3] >= 0).all() and (order[-3:] == -1).all()
+    assert sorted(order[:-3].tolist()) == list(range(len(x)))
+    assert (panel[order[: n * n]] == 0).all() and (panel[order[n * n:-3]] == 1).all()
+    groups = order.reshape(-1, 8)
+    span = np.array([np.ptp(x[g[g >= 0]], axis=0).max() for g in groups])
+    np.testing.assert_allclose(span[:-1], 0.03, atol=1e-9)  # the last group holds 5 points and 3 pads
+    assert span[-1] <= 0.03 + 1e-9

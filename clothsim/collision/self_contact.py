@@ -74,20 +74,23 @@ CPU_EDGE_LEAF = 4
 
 
 def group_order(x: np.ndarray, panel: np.ndarray, group: int = GROUP_SIZE) -> np.ndarray:
-    """Indices of the points ``x`` ``(K, 3)`` sorted by ``panel`` and then along a 3D Morton curve (10 bits an
-    axis over their bounding box), padded with -1 to a multiple of ``group``: consecutive runs of ``group``
-    are compact patches."""
-    k = x.shape[0]
-    lo = x.min(axis=0) if k else np.zeros(3)
-    span = np.maximum(x.max(axis=0) - lo, 1e-12) if k else np.ones(3)
-    q = np.clip(((x - lo) / span * 1023.0).astype(np.int64), 0, 1023)
-    code = np.zeros(k, np.int64)
-    for bit in range(10):
-        for axis in range(3):
-            code |= ((q[:, axis] >> bit) & 1) << (3 * bit + axis)
-    order = np.lexsort((code, np.asarray(panel, np.int64))).astype(np.int32)
-    pad = (-k) % group
-    return np.concatenate([order, np.full(pad, -1, np.int32)]) if pad else order
+    """Indices of the points ``x`` ``(K, 3)`` panel by panel, each panel's along a 3D Morton curve (10 bits an axis
+    over the cube on its bounding box's longest side), each panel padded with -1 to whole groups of ``group``:
+    every run of ``group`` is a compact patch of one panel."""
+    panel = np.asarray(panel, np.int64)
+    parts = []
+    for p in np.unique(panel):
+        idx = np.flatnonzero(panel == p)
+        xp = x[idx]
+        lo = xp.min(axis=0)
+        span = max(float((xp.max(axis=0) - lo).max()), 1e-12)  # one scale for all axes: cubic cells
+        q = np.clip(((xp - lo) / span * 1023.0).astype(np.int64), 0, 1023)
+        code = np.zeros(len(idx), np.int64)
+        for bit in range(10):
+            for axis in range(3):
+                code |= ((q[:, axis] >> bit) & 1) << (3 * bit + axis)
+        parts += [idx[np.argsort(code, kind="stable")].astype(np.int32), np.full((-len(idx)) % group, -1, np.int32)]
+    return np.concatenate(parts) if parts else np.zeros(0, np.int32)
 
 
 # --------------------------------------------------------------------------------------

@@ -36,7 +36,7 @@ from ..collision.self_contact_kernels import GROUP_SIZE
 from ..solver.self_collision import detect_workers
 from ..solver.cpu_sweep import SWEEP_MAX_COLORS
 from ..solver.vbd import default_cpu_threads
-from ..topology import bending_stencils, unique_edges
+from ..topology import bending_stencils, panels, unique_edges
 
 CATEGORIES = ("state", "constraints", "collision", "scratch", "kept_levels")
 
@@ -208,8 +208,16 @@ def estimate_simulator_bytes(cloths, *, self_collision: bool, colliders=(), mode
         collision += 16 * max(e, 1) + 32 * m  # edge and triangle vertex ids with their weld ids (vec4i)
         if wp.get_device(device).is_cuda:  # the appended vt/tv/ee lists, ranked into the final ones
             collision += 4 * n * self_capacities[0] + 4 * m * self_capacities[1] + 4 * e * self_capacities[2]
-            # the grouped searches' vertex and edge orders, each padded to whole groups
-            collision += 4 * (-(-n // GROUP_SIZE) * GROUP_SIZE) + (4 * (-(-e // GROUP_SIZE) * GROUP_SIZE) if e else 0)
+            # the grouped searches' vertex and edge orders, each panel's padded to whole groups (group_order)
+            pan = panels(n, tri)
+            ends = unique_edges(tri)[0]
+
+            def padded(ids):
+                c = np.bincount(ids)
+                c = c[c > 0]
+                return int((-(-c // GROUP_SIZE) * GROUP_SIZE).sum())
+
+            collision += 4 * padded(pan) + (4 * padded(pan[np.asarray(ends)[:, 0]]) if e else 0)
         else:  # the (zero) overflow record merged beside the worker threads' own buffers
             collision += 16
             workers = detect_workers(device, default_cpu_threads() if cpu_threads is None else cpu_threads)
