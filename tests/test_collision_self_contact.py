@@ -472,3 +472,38 @@ def test_group_order_makes_compact_groups_within_panels():
     span = np.array([np.ptp(x[g[g >= 0]], axis=0).max() for g in groups])
     np.testing.assert_allclose(span[:-1], 0.03, atol=1e-9)  # the last group holds 5 points and 3 pads
     assert span[-1] <= 0.03 + 1e-9
+
+
+def test_grouped_search_on_two_panels_with_a_seam():
+    """The grouped searches (one traversal for a group of primitives; Warp's CPU fallback here) on two crumpled
+    panels lying across each other, one vertex of each sewn to the other (a weld), with the rest filter: the same
+    lists, entry for entry, and the same min_dist, bit for bit, as the one-thread searches."""
+    x1, t1, _ = crumpled_cloth(12, seed=1)
+    x2, t2, _ = crumpled_cloth(11, seed=2)
+    x2 = (x2 @ np.array([[0, 1, 0], [-1, 0, 0], [0, 0, 1]], np.float32)) + np.array([1.0, 0.0, 0.015], np.float32)
+    x = np.concatenate([x1, x2])
+    tris = np.concatenate([t1, t2 + len(x1)])
+    edges = unique_edges(tris)
+    panel = np.repeat([0, 1], [len(x1), len(x2)]).astype(np.int32)
+    weld = np.arange(len(x), dtype=np.int32)
+    weld[len(x1) + 5] = 7  # a seam vertex of panel 1 sewn to vertex 7 of panel 0
+    lists = []
+    for tiled, grouped in ((False, False), (True, True)):
+        det = SelfContactDetector(len(x), tris, edges, vertex_capacity=64, edge_capacity=64, device="cpu",
+                                  positions=x, rest=x, panel=panel, weld=weld)
+        det.tiled, det.grouped = tiled, grouped
+        det.detect(wp.array(x, dtype=wp.vec3, device="cpu"), R, rest_radius=0.5 * R)
+        assert not det.overflowed()
+        lists.append(det.lists_numpy())
+        if grouped:
+            assert (det.vt_order.numpy() == -1).sum() == (-len(x1)) % 8 + (-len(x2)) % 8  # each panel padded
+        det.release()
+    one, grouped = lists
+    tri_panel = panel[tris[:, 0]]
+    across = sum(int((tri_panel[a] != panel[v]).sum()) for v, a in enumerate(one["vt"]))
+    assert across > 50  # the panels lie across each other
+    np.testing.assert_array_equal(one["min_dist"], grouped["min_dist"])
+    for kind in ("vt", "tv", "ee"):
+        assert sum(len(a) for a in one[kind]) > 100
+        for a, b in zip(one[kind], grouped[kind]):
+            np.testing.assert_array_equal(np.sort(a), np.sort(b))
