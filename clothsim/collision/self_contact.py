@@ -293,10 +293,10 @@ class SelfContactDetector:
                          if self.edge_count else None)
 
     def _group_orders(self, positions: wp.array):
-        """The grouped searches' groups: vertices, and edges by their midpoints, sorted by panel and then along a
-        Morton curve through the rest shape (the build positions without one), cut into groups of GROUP_SIZE
-        (-1 pads the last). Neighbours in the rest shape stay neighbours however the cloth folds, so a group's
-        box stays about as small as its patch of cloth."""
+        """The grouped searches' groups (:func:`group_order`): vertices, and edges by their midpoints, panel by
+        panel along a Morton curve through the rest shape (the build positions without one), each panel padded
+        with -1 to whole groups of GROUP_SIZE. Neighbours in the rest shape stay neighbours however the cloth
+        folds, so a group's box stays about as small as its patch of cloth."""
         x = (self.rest.numpy() if self.has_rest else positions.numpy()[: self.vertex_count]).astype(np.float64)
         panel = self.panel.numpy()
         e = self.edges.numpy().reshape(-1, 2)
