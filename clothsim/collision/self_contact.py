@@ -495,24 +495,22 @@ class SelfContactDetector:
 
     def _vertex_triangle_lists(self, filt, over_face_cos, flags):
         dev = self.device
-        if self.tiled and self.grouped:  # a block a group of vertices (vertex_triangle_group_kernel)
-            if self.vt_order is None:  # grouped set after build() (a test on the CPU)
-                self._group_orders(self.points)
+        if self.tiled:  # appends, put in order into vt_tri
+            outputs = [self.vt_count, self.vt_append, self.min_dist, self.tv_need]
             self.vt_count.zero_()
-            wp.launch_tiled(vertex_triangle_group_kernel, dim=[self.vt_order.shape[0] // GROUP_SIZE],
-                            inputs=[self.triangle_bvh.id, self.points, self.triangle_lowers, self.triangle_uppers,
-                                    self.vt_order, GROUP_SIZE, self._lanes(), self.tri_info, self.tri_weld, *filt,
-                                    over_face_cos, self.vt_capacity],
-                            outputs=[self.vt_count, self.vt_append, self.min_dist, self.tv_need],
-                            block_dim=TILE_LANES, device=dev)
-            self._finish(self.vt_capacity, VT, self.vt_count, self.vt_count, self.vt_append, self.vt_tri, flags)
-        elif self.tiled:  # a block a vertex (vertex_triangle_tiled_kernel), the appends put in order into vt_tri
-            self.vt_count.zero_()
-            wp.launch_tiled(vertex_triangle_tiled_kernel, dim=[self.vertex_count],
-                            inputs=[self.triangle_bvh.id, self.points, self.tri_info, self.tri_weld, *filt,
-                                    over_face_cos, self.vt_capacity],
-                            outputs=[self.vt_count, self.vt_append, self.min_dist, self.tv_need],
-                            block_dim=TILE_LANES, device=dev)
+            if self.grouped:  # a block a group of vertices (vertex_triangle_group_kernel)
+                if self.vt_order is None:  # grouped set after build() (a test on the CPU)
+                    self._group_orders(self.points)
+                wp.launch_tiled(vertex_triangle_group_kernel, dim=[self.vt_order.shape[0] // GROUP_SIZE],
+                                inputs=[self.triangle_bvh.id, self.points, self.triangle_lowers, self.triangle_uppers,
+                                        self.vt_order, GROUP_SIZE, self._lanes(), self.tri_info, self.tri_weld, *filt,
+                                        over_face_cos, self.vt_capacity],
+                                outputs=outputs, block_dim=TILE_LANES, device=dev)
+            else:  # a block a vertex (vertex_triangle_tiled_kernel)
+                wp.launch_tiled(vertex_triangle_tiled_kernel, dim=[self.vertex_count],
+                                inputs=[self.triangle_bvh.id, self.points, self.tri_info, self.tri_weld, *filt,
+                                        over_face_cos, self.vt_capacity],
+                                outputs=outputs, block_dim=TILE_LANES, device=dev)
             self._finish(self.vt_capacity, VT, self.vt_count, self.vt_count, self.vt_append, self.vt_tri, flags)
         else:
             wp.launch(vertex_triangle_kernel, dim=self.vertex_count,
