@@ -26,11 +26,11 @@ recorded pairs only; ``groupG`` now launches clothsim's own kernels with groups 
 ``prod_per_vertex`` / ``ordered_per_primitive`` one query a primitive, and the run checks that both give the same
 lists). The other way round, each thread one primitive of a group of 32 and every candidate shown to all threads
 in turn (``wp.tile_extract``), gave the same lists but a slower detection (6.51 → 9.21 ms at N = 256,
-`results/detect_variants_h200_s28_grouped.json`) and was not kept. ``group8_mindist`` / ``group8_intmin``: the
-grouped edge–edge kernel with ``min_dist`` lowered by Warp's float atomic min (a compare-and-swap loop) and by the
-integer atomic min on the bits (``min_nonnegative``), which must give the same ``min_dist`` bit for bit (flagged
-otherwise): in session 28 the grouped kernels' variants without ``min_dist`` took 2.2 ms where the production
-edge–edge kernel took about 3.6 (N = 256); not yet run on CUDA.
+`results/detect_variants_h200_s28_grouped.json`) and was not kept. Session 29: ``min_dist`` is lowered by an integer atomic min
+on its bits (``min_nonnegative``) where it was Warp's float atomic min (a compare-and-swap loop):
+``group8_floatmin`` (the old way, a kernel of this script) against ``group8_intmin`` (clothsim's), which must
+give the same ``min_dist`` bit for bit (flagged otherwise). H200, N = 256: edge–edge 3.78 → 2.40 ms
+(`results/detect_variants_h200_s29.json`, measured before clothsim took it up).
 
     python benchmarks/detect_variants.py --device cuda:0 --sizes 128,256 --frames 20 --json out/detect_variants.json
 """
@@ -313,29 +313,14 @@ def vt_tiled_sorted(bvh: wp.uint64, points: wp.array(dtype=wp.vec3), triangles: 
             vt_record(v, t, vt_pair(v, t, p, wv, points, triangles, weld, rest, panel, rr, r), r, cap, count, items)
 
 
-@wp.func_native(
-    """
-    #if defined(__CUDA_ARCH__)
-    atomicMin(reinterpret_cast<int*>(dist.data) + index, __float_as_int(value));
-    #else
-    if (value < dist.data[index]) dist.data[index] = value;
-    #endif
-    """
-)
-def min_nonnegative(dist: wp.array(dtype=float), index: int, value: float):
-    """dist[index] = min(dist[index], value) for values >= 0 through the integer atomic min on their bits (IEEE
-    order of non-negative floats is their bits' integer order): one native atomic, where Warp's float atomic_min
-    is a compare-and-swap loop that retries while other threads lower the same entry."""
-    ...
-
-
 @wp.kernel
-def ee_group_intmin(bvh: wp.uint64, points: wp.array(dtype=wp.vec3), lowers: wp.array(dtype=wp.vec3),
+def ee_group_floatmin(bvh: wp.uint64, points: wp.array(dtype=wp.vec3), lowers: wp.array(dtype=wp.vec3),
                     uppers: wp.array(dtype=wp.vec3), order: wp.array(dtype=wp.int32), group: int, lanes: int,
                     edge_info: wp.array(dtype=wp.vec4i), rest: wp.array(dtype=wp.vec3), panel: wp.array(dtype=wp.int32),
                     rest_radius: float, radius: float, capacity: int, ee_count: wp.array(dtype=wp.int32),
                     ee_edge: wp.array(dtype=wp.int32), min_dist: wp.array(dtype=float)):
-    """clothsim's edge_edge_group_kernel with min_dist lowered by min_nonnegative (the same lists and min_dist)."""
+    """clothsim's edge_edge_group_kernel with min_dist lowered by Warp's float atomic_min (a compare-and-swap loop),
+    as it was until session 29; clothsim's lowers it by ``min_nonnegative`` (the same lists and min_dist)."""
     g, lane = wp.tid()
     rv = wp.vec3(radius)
     glo, ghi = group_box(order, g, group, lane, lanes, lowers, uppers, radius)
@@ -359,10 +344,10 @@ def ee_group_intmin(bvh: wp.uint64, points: wp.array(dtype=wp.vec3), lowers: wp.
                             slot = wp.atomic_add(ee_count, f, 1)
                             if slot < capacity:
                                 ee_edge[f * capacity + slot] = e
-                            min_nonnegative(min_dist, a[0], d)
-                            min_nonnegative(min_dist, a[1], d)
-                            min_nonnegative(min_dist, j0, d)
-                            min_nonnegative(min_dist, j1, d)
+                            wp.atomic_min(min_dist, a[0], d)
+                            wp.atomic_min(min_dist, a[1], d)
+                            wp.atomic_min(min_dist, j0, d)
+                            wp.atomic_min(min_dist, j1, d)
 
 
 def timed(fn, device, repeats):
@@ -536,16 +521,16 @@ def run_size(cs, a, n):
                                 device=dev)
 
             variants.append(("ee", f"group{g}", ee_g, lambda: int(det.ee_count.numpy().sum())))
-            if g == 8:  # the same with min_dist lowered through integer atomics (session 28's hypothesis)
-                def ee_int(oe=oe, g=g):
+            if g == 8:  # clothsim's kernel (integer atomic min) against the float atomic min, min_dist compared
+                def ee_float(oe=oe, g=g):
                     det.ee_count.zero_()
                     det.min_dist.fill_(r)
-                    wp.launch_tiled(ee_group_intmin, dim=[oe.shape[0] // g],
+                    wp.launch_tiled(ee_group_floatmin, dim=[oe.shape[0] // g],
                                     inputs=[eb.id, det.points, det.edge_lowers, det.edge_uppers, oe, g, lanes,
                                             det.edge_info, det.rest, det.panel, rr, r, det.ee_capacity],
                                     outputs=[det.ee_count, det.ee_append, det.min_dist], block_dim=TILE, device=dev)
 
-                def ee_float(oe=oe, g=g):  # group8 with min_dist reset likewise: its pair and min_dist reference
+                def ee_int(oe=oe, g=g):  # group8 with min_dist reset likewise
                     det.min_dist.fill_(r)
                     ee_g(oe, g)
 
@@ -559,7 +544,7 @@ def run_size(cs, a, n):
                     same = "min_dist" in kept and np.array_equal(kept["min_dist"], det.min_dist.numpy())
                     return int(det.ee_count.numpy().sum()) if same else -1
 
-                variants.append(("ee", "group8_mindist", ee_float, float_pairs))
+                variants.append(("ee", "group8_floatmin", ee_float, float_pairs))
                 variants.append(("ee", "group8_intmin", ee_int, int_pairs))
             variants.append(("vt", f"group{g}", vt_g, lambda: int(det.vt_count.numpy().sum())))
     # the whole detection (bounds, refit, searches, lists put in order) against the same with the lists left in
