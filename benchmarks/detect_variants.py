@@ -512,13 +512,13 @@ def run_size(cs, a, n):
 
             def vt_g(ov=ov, g=g):
                 det.vt_count.zero_()
-                det.tv_need.zero_()
+                det.tv_count.zero_()
                 wp.launch_tiled(det_kernels.vertex_triangle_group_kernel, dim=[ov.shape[0] // g],
                                 inputs=[tb.id, det.points, det.triangle_lowers, det.triangle_uppers, ov, g, lanes,
                                         det.tri_info, det.tri_weld, det.weld, det.rest, det.panel, rr, r, 0.0,
-                                        det.vt_capacity],
-                                outputs=[det.vt_count, det.vt_append, det.min_dist, det.tv_need], block_dim=TILE,
-                                device=dev)
+                                        det.vt_capacity, det.tv_capacity],
+                                outputs=[det.vt_count, det.vt_append, det.min_dist, det.tv_count, det.tv_append],
+                                block_dim=TILE, device=dev)
 
             variants.append(("ee", f"group{g}", ee_g, lambda: int(det.ee_count.numpy().sum())))
             if g == 8:  # clothsim's kernel (integer atomic min) against the float atomic min, min_dist compared

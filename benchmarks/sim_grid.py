@@ -222,6 +222,8 @@ def point_cache_path(a, scene, solver: str, frames: int, timed: int, iterations:
            "refs": [_digest(_solver_key(a, scene, r, frames)) for r in ("clothsim", "newton")]}
     if a.warmup_frames is not None:  # only when set, so that earlier points keep their names
         key["warmup_frames"] = a.warmup_frames
+    if solver != "newton" and getattr(a, "deterministic", None) is not None:  # likewise; the references do not
+        key["deterministic"] = a.deterministic  # depend on it (converged), the timed points do
     return Path(a.ref_cache) / f"point_{scene.kind}_N{scene.n}_{solver}_k{iterations}_f{frames}_{_digest(key)}.json"
 
 

@@ -160,7 +160,7 @@ class SelfContactDetector:
         self.edge_uppers = wp.zeros(max(e, 1), dtype=wp.vec3, device=dev)
         self.vt_count = wp.zeros(n, dtype=wp.int32, device=dev)
         self.tv_count = wp.zeros(m, dtype=wp.int32, device=dev)
-        self.tv_need = wp.zeros(m, dtype=wp.int32, device=dev)  # pairs found per triangle (list length needed)
+        self.tv_need = wp.zeros(m, dtype=wp.int32, device=dev)  # one-thread search: pairs per triangle (length needed)
         self.ee_count = wp.zeros(e, dtype=wp.int32, device=dev)
         self.min_dist = wp.zeros(n, dtype=float, device=dev)
         # weld[v]: representative of the vertices sewn to v (seams); primitives that share a
@@ -495,8 +495,9 @@ class SelfContactDetector:
 
     def _vertex_triangle_lists(self, filt, over_face_cos, flags):
         dev = self.device
-        if self.tiled:  # appends, put in order into vt_tri
-            outputs = [self.vt_count, self.vt_append, self.min_dist, self.tv_need]
+        if self.tiled:  # appends to both sides' lists, put in order into vt_tri and tv_vertex
+            caps = [self.vt_capacity, self.tv_capacity]
+            outputs = [self.vt_count, self.vt_append, self.min_dist, self.tv_count, self.tv_append]
             self.vt_count.zero_()
             if self.grouped:  # a block a group of vertices (vertex_triangle_group_kernel)
                 if self.vt_order is None:  # grouped set after build() (a test on the CPU)
@@ -504,20 +505,20 @@ class SelfContactDetector:
                 wp.launch_tiled(vertex_triangle_group_kernel, dim=[self.vt_order.shape[0] // GROUP_SIZE],
                                 inputs=[self.triangle_bvh.id, self.points, self.triangle_lowers, self.triangle_uppers,
                                         self.vt_order, GROUP_SIZE, self._lanes(), self.tri_info, self.tri_weld, *filt,
-                                        over_face_cos, self.vt_capacity],
+                                        over_face_cos, *caps],
                                 outputs=outputs, block_dim=TILE_LANES, device=dev)
             else:  # a block a vertex (vertex_triangle_tiled_kernel)
                 wp.launch_tiled(vertex_triangle_tiled_kernel, dim=[self.vertex_count],
                                 inputs=[self.triangle_bvh.id, self.points, self.tri_info, self.tri_weld, *filt,
-                                        over_face_cos, self.vt_capacity],
+                                        over_face_cos, *caps],
                                 outputs=outputs, block_dim=TILE_LANES, device=dev)
             self._finish(self.vt_capacity, VT, self.vt_count, self.vt_count, self.vt_append, self.vt_tri, flags)
-        else:
-            wp.launch(vertex_triangle_kernel, dim=self.vertex_count,
-                      inputs=[self.triangle_bvh.id, self.points, self.triangles, *filt, over_face_cos,
-                              self.vt_capacity],
-                      outputs=[self.vt_count, self.vt_tri, self.min_dist, self.tv_need, *flags], device=dev,
-                      block_dim=query_block_dim(dev, self.vertex_count))
+            self._finish(self.tv_capacity, TV, self.tv_count, self.tv_count, self.tv_append, self.tv_vertex, flags)
+            return
+        wp.launch(vertex_triangle_kernel, dim=self.vertex_count,
+                  inputs=[self.triangle_bvh.id, self.points, self.triangles, *filt, over_face_cos, self.vt_capacity],
+                  outputs=[self.vt_count, self.vt_tri, self.min_dist, self.tv_need, *flags], device=dev,
+                  block_dim=query_block_dim(dev, self.vertex_count))
         wp.launch(triangle_vertex_scatter_kernel, dim=self.vertex_count,
                   inputs=[self.vt_capacity, self.vt_count, self.vt_tri, self.tv_capacity],
                   outputs=[self.tv_count, self.tv_append], device=dev)

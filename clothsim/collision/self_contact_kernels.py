@@ -332,9 +332,12 @@ def vertex_triangle_append(v: int, p: wp.vec3, wv: int, t: int, points: wp.array
                            rest: wp.array(dtype=wp.vec3), panel: wp.array(dtype=wp.int32), rest_radius: float,
                            radius: float, over_face_cos: float, capacity: int, vt_count: wp.array(dtype=wp.int32),
                            vt_append: wp.array(dtype=wp.int32), min_dist: wp.array(dtype=float),
-                           tv_need: wp.array(dtype=wp.int32)):
-    """Vertex v (at p, weld id wv) against candidate triangle t: the pair appended to v's list, counted in t's
-    ``tv_need`` and lowering the four ``min_dist`` when it is a contact (the tiled and grouped searches)."""
+                           tv_capacity: int, tv_count: wp.array(dtype=wp.int32), tv_append: wp.array(dtype=wp.int32)):
+    """Vertex v (at p, weld id wv) against candidate triangle t: the pair appended to v's list and to t's
+    (``vt_count``, ``tv_count``: every pair counted, stored or not) and lowering the four ``min_dist`` when it
+    is a contact (the tiled and grouped searches). Appending to t's list here, where the one-thread search
+    inverts the vertex lists afterwards (``triangle_vertex_scatter_kernel``), saves that pass and lets t's list be
+    ranked without waiting for the vertex lists' ranking."""
     w = tri_weld[t]
     if w[0] != wv and w[1] != wv and w[2] != wv:
         c = tri_info[t]
@@ -360,7 +363,9 @@ def vertex_triangle_append(v: int, p: wp.vec3, wv: int, t: int, points: wp.array
             min_nonnegative(min_dist, c[0], d)
             min_nonnegative(min_dist, c[1], d)
             min_nonnegative(min_dist, c[2], d)
-            wp.atomic_add(tv_need, t, 1)
+            slot = wp.atomic_add(tv_count, t, 1)
+            if slot < tv_capacity:
+                tv_append[t * tv_capacity + slot] = v
 
 
 @wp.func
@@ -405,10 +410,12 @@ def vertex_triangle_tiled_kernel(
     radius: float,
     over_face_cos: float,
     capacity: int,
+    tv_capacity: int,
     vt_count: wp.array(dtype=wp.int32),
     vt_append: wp.array(dtype=wp.int32),
     min_dist: wp.array(dtype=float),
-    tv_need: wp.array(dtype=wp.int32),
+    tv_count: wp.array(dtype=wp.int32),
+    tv_append: wp.array(dtype=wp.int32),
 ):
     """:func:`vertex_triangle_kernel` with a block per vertex: the block's threads traverse the triangle BVH
     together (``wp.tile_bvh_query_aabb``) and each tests the candidates handed to it, appending the pairs to
@@ -424,7 +431,8 @@ def vertex_triangle_tiled_kernel(
         t = wp.untile(wp.tile_bvh_query_next(query))
         if t >= 0:
             vertex_triangle_append(v, p, wv, t, points, tri_info, tri_weld, rest, panel, rest_radius, radius,
-                                   over_face_cos, capacity, vt_count, vt_append, min_dist, tv_need)
+                                   over_face_cos, capacity, vt_count, vt_append, min_dist, tv_capacity, tv_count,
+                                   tv_append)
 
 
 @wp.kernel(module="unique", enable_backward=False)  # launched tiled (TILE_LANES threads a block): a module of its own
@@ -512,10 +520,12 @@ def vertex_triangle_group_kernel(
     radius: float,
     over_face_cos: float,
     capacity: int,
+    tv_capacity: int,
     vt_count: wp.array(dtype=wp.int32),
     vt_append: wp.array(dtype=wp.int32),
     min_dist: wp.array(dtype=float),
-    tv_need: wp.array(dtype=wp.int32),
+    tv_count: wp.array(dtype=wp.int32),
+    tv_append: wp.array(dtype=wp.int32),
 ):
     """The vertex–triangle search for a group of ``group`` vertices at a time (``order[g * group:(g + 1) *
     group]``, -1 padding; neighbours in the rest shape, so close together in any pose): the block traverses the
@@ -538,7 +548,8 @@ def vertex_triangle_group_kernel(
                     p = points[v]
                     if boxes_overlap(p - rv, p + rv, tlo, thi):
                         vertex_triangle_append(v, p, weld[v], t, points, tri_info, tri_weld, rest, panel, rest_radius,
-                                               radius, over_face_cos, capacity, vt_count, vt_append, min_dist, tv_need)
+                                               radius, over_face_cos, capacity, vt_count, vt_append, min_dist,
+                                               tv_capacity, tv_count, tv_append)
 
 
 @wp.kernel(module="unique", enable_backward=False)  # launched tiled (TILE_LANES threads a block): a module of its own
