@@ -3,7 +3,8 @@
 :class:`SelfContactDetector` finds, for a query radius R [m], every pair of non-adjacent
 primitives closer than R and writes them to fixed-capacity per-primitive lists, on the device,
 without host round trips (so ``detect()`` can be captured in a CUDA graph). Two BVH queries per
-detection: one per vertex against the triangles (the vt lists; the tv lists are their inversion) and one per
+detection: one per vertex against the triangles (the vt lists, and the tv lists: the one-thread search inverts
+the vt lists afterwards, the tiled and grouped ones append each pair to both) and one per
 edge against the edges, each pair tested once by its lower edge and appended to both lists. On CUDA a block of
 threads traverses the BVH together (``wp.tile_bvh_query_aabb``: a pile's tens of candidates tested in parallel),
 once for a group of ``GROUP_SIZE`` primitives that are neighbours in the rest shape (``grouped``; each thread
