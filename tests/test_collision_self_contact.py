@@ -14,6 +14,7 @@ import warp as wp
 
 from clothsim.collision._arrays import unique_edges
 from clothsim.collision.self_contact import SelfContactDetector, group_order
+from clothsim.collision.self_contact_kernels import min_nonnegative
 from clothsim.errors import SimulationError
 
 R = 0.06
@@ -507,3 +508,34 @@ def test_grouped_search_on_two_panels_with_a_seam():
         assert sum(len(a) for a in one[kind]) > 100
         for a, b in zip(one[kind], grouped[kind]):
             np.testing.assert_array_equal(np.sort(a), np.sort(b))
+
+
+@wp.kernel(enable_backward=False)
+def _lower_kernel(values: wp.array(dtype=float), slots: int, dist: wp.array(dtype=float)):
+    i = wp.tid()
+    min_nonnegative(dist, i % slots, values[i])
+
+
+def test_min_nonnegative_is_the_minimum_bit_for_bit(device):
+    """``min_nonnegative`` (the searches' ``min_dist`` update: on CUDA an integer atomicMin on the float's bits)
+    gives each entry the smallest of the values lowered into it, bit for bit, when thousands of threads lower the
+    same few entries: distances spread over many binades, exact ties, subnormals and zero, and -0 and a negative
+    value taken as +0. With ``--sim-device cuda:0`` this runs on the GPU."""
+    rng = np.random.default_rng(5)
+    slots = 7
+    vals = (10.0 ** rng.uniform(-12, 1, 20000)).astype(np.float32)
+    vals[::997] = np.float32(3.0e-3)  # ties
+    vals[5] = np.float32(1e-40)  # subnormal
+    vals[slots * 100 + 1] = np.float32(-0.0)
+    vals[slots * 200 + 2] = np.float32(-2.5)
+    vals[slots * 300 + 3] = np.float32(0.0)
+    start = np.full(slots, 0.5, np.float32)
+    dist = wp.array(start, dtype=float, device=device)
+    wp.launch(_lower_kernel, dim=len(vals), inputs=[wp.array(vals, dtype=float, device=device), slots],
+              outputs=[dist], device=device)
+    want = start.copy()
+    for k in range(slots):
+        want[k] = min(want[k], np.maximum(vals[k::slots], np.float32(0.0)).min())
+    got = dist.numpy()
+    assert want[1] == 0.0 and want[2] == 0.0 and want[3] == 0.0 and want[5 % slots] <= 1e-40
+    np.testing.assert_array_equal(got.view(np.uint32), (want + np.float32(0.0)).view(np.uint32))

@@ -19,7 +19,8 @@ wp.set_module_options({"enable_backward": False})  # no autodiff here: forward c
     #if defined(__CUDA_ARCH__)
     atomicMin(reinterpret_cast<int*>(dist.data) + index, value > 0.0f ? __float_as_int(value) : 0);
     #else
-    if (value < dist.data[index]) dist.data[index] = value;
+    float v = value > 0.0f ? value : 0.0f;
+    if (v < dist.data[index]) dist.data[index] = v;
     #endif
     """
 )
