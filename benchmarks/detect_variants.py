@@ -32,7 +32,7 @@ on its bits (``min_nonnegative``) where it was Warp's float atomic min (a compar
 give the same ``min_dist`` bit for bit (flagged otherwise). H200, N = 256: edge–edge 3.78 → 2.40 ms
 (`results/detect_variants_h200_s29.json`, measured before clothsim took it up). ``rank_vt`` / ``rank_tv`` /
 ``rank_ee`` (``--only rank``, CUDA): clothsim's ranking of the appended lists, a warp a list (``warp``), against
-8 or 16 lanes a list (``lanesW_shfl``), each checked entry for entry against clothsim's; on this CPU's fold at
+8 or 16 lanes a list (``lanesW_shfl``, `rank_variants.py`), each checked entry for entry against clothsim's; on this CPU's fold at
 N = 128 after 30 frames the non-empty lists held 16 (vertex–triangle), 8 (triangle–vertex) and 30 (edge–edge)
 entries on average. Written in session 29 after the device time ran out: compiled for sm_90 only, not yet run.
 
@@ -50,11 +50,11 @@ import numpy as np
 import warp as wp
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from rank_variants import rank_group_variants  # noqa: E402
 from sim_grid import ClothsimRunner, Scene, initial_guess_for, material_from, parse_args, save_json  # noqa: E402
 
 import clothsim.collision.self_contact_kernels as det_kernels  # noqa: E402
 from clothsim.collision.contact_funcs import closest_point_triangle, closest_points_edge_edge  # noqa: E402
-from clothsim.collision.contact_lists import rank_lists_warp_kernel, record_overflow  # noqa: E402
 from clothsim.collision.self_contact import group_order  # noqa: E402
 from clothsim.collision.self_contact_kernels import (boxes_overlap, edge_pair_distance, group_box,  # noqa: E402
                                                      rest_neighbour_edges, rest_neighbour_triangle)
@@ -355,73 +355,6 @@ def ee_group_floatmin(bvh: wp.uint64, points: wp.array(dtype=wp.vec3), lowers: w
                             wp.atomic_min(min_dist, j1, d)
 
 
-@wp.func_native(
-    """
-    #if defined(__CUDA_ARCH__)
-    int r = 0;
-    for (int j = 0; j < width; ++j) {
-        r += __shfl_sync(0xffffffffu, others, j, width) < key;
-    }
-    return r;
-    #else
-    return 0;
-    #endif
-    """
-)
-def _group_count_less(others: int, key: int, width: int) -> int: ...
-
-
-@wp.func_native(
-    """
-    #if defined(__CUDA_ARCH__)
-    return __reduce_max_sync(0xffffffffu, v);
-    #else
-    return v;
-    #endif
-    """
-)
-def _warp_max(v: int) -> int: ...
-
-
-@wp.kernel(module="unique", enable_backward=False)  # CUDA only (warp shuffles)
-def rank_lists_group_kernel(capacity: int, kind: int, width: int, lists: int, need: wp.array(dtype=wp.int32),
-                            count: wp.array(dtype=wp.int32), appended: wp.array(dtype=wp.int32),
-                            items: wp.array(dtype=wp.int32), overflow: wp.array(dtype=wp.int32),
-                            required: wp.array(dtype=wp.int32)):
-    """clothsim's ``rank_lists_warp_kernel`` with ``width`` lanes (8, 16) a list, so a warp ranks 32 / width
-    lists: each lane holds one entry of a chunk of ``width`` and counts the entries smaller than it as every chunk
-    of its list passes through its lane group (shuffles of that width). The shuffles need every lane of the warp,
-    so the loops run to the longest list of the warp (``__reduce_max_sync``; shorter lists' lanes hold the
-    largest int, which counts for nothing). Launched over a whole number of warps."""
-    tid = wp.tid()
-    i = tid // width
-    lane = tid - i * width
-    c = int(0)
-    if i < lists:
-        c = wp.min(count[i], capacity)
-        if lane == 0:
-            record_overflow(need[i], capacity, kind, overflow, required)
-            count[i] = c
-    cmax = _warp_max(c)
-    base = i * capacity
-    a = int(0)
-    while a < cmax:
-        key = int(2147483647)
-        if a + lane < c:
-            key = appended[base + a + lane]
-        r = int(0)
-        b = int(0)
-        while b < cmax:
-            other = int(2147483647)
-            if b + lane < c:
-                other = appended[base + b + lane]
-            r += _group_count_less(other, key, width)
-            b += width
-        if a + lane < c:
-            items[base + r] = key
-        a += width
-
-
 def timed(fn, device, repeats):
     fn()
     wp.synchronize_device(device)
@@ -432,48 +365,6 @@ def timed(fn, device, repeats):
         wp.synchronize_device(device)
         ts.append((time.perf_counter() - t0) * 1e3)
     return float(np.median(ts))
-
-
-def rank_group_variants(det, dev):
-    """("rank_<kind>", "warp" | "lanes<W>_shfl", fn, check) for the vt, tv and ee lists as the last detection
-    left them appended: clothsim's ranking (a warp a list) and ``rank_lists_group_kernel`` with W = 8, 16. The
-    check reruns the variant into a list array filled with -7 and returns the entries ranked, or -1 (a
-    MISMATCH in the table) unless every list equals clothsim's ranking, entry for entry."""
-    from clothsim.collision.self_contact import EE, TV, VT
-
-    out, ref = [], {}
-    kinds = (("vt", VT, det.vt_capacity, det.vt_count, det.vt_append, det.vt_tri),
-             ("tv", TV, det.tv_capacity, det.tv_count, det.tv_append, det.tv_vertex),
-             ("ee", EE, det.ee_capacity, det.ee_count, det.ee_append, det.ee_edge))
-    for name, kind, cap, count, appended, items in kinds:
-        if appended is items:  # lists not appended apart (unordered): nothing to rank
-            continue
-        lists = count.shape[0]
-
-        def warp(cap=cap, kind=kind, count=count, appended=appended, items=items, lists=lists):
-            wp.launch(rank_lists_warp_kernel, dim=lists * 32, inputs=[cap, kind, count, count, appended],
-                      outputs=[items, det.overflow, det.required], device=dev)
-
-        def group(width, cap=cap, kind=kind, count=count, appended=appended, items=items, lists=lists):
-            def fn():
-                threads = (lists * width + 31) // 32 * 32
-                wp.launch(rank_lists_group_kernel, dim=threads, inputs=[cap, kind, width, lists, count, count, appended],
-                          outputs=[items, det.overflow, det.required], block_dim=128, device=dev)
-            return fn
-
-        def check(fn, name=name, count=count, items=items, first=False):
-            def run():
-                items.fill_(-7)
-                fn()
-                got = items.numpy().copy()
-                if first:
-                    ref[name] = got
-                return int(count.numpy().sum()) if np.array_equal(got, ref.get(name)) else -1
-            return run
-
-        out.append((f"rank_{name}", "warp", warp, check(warp, first=True)))
-        out += [(f"rank_{name}", f"lanes{w}_shfl", group(w), check(group(w))) for w in (8, 16)]
-    return out
 
 
 def run_size(cs, a, n):
