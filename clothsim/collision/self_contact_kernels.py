@@ -29,7 +29,7 @@ def min_nonnegative(dist: wp.array(dtype=float), index: int, value: float):
     integer atomicMin on the bits, since non-negative IEEE floats order as their bits do as integers. Warp's float
     atomic_min is a compare-and-swap loop that retries while other threads lower the same entry, and in a pile
     many threads lower the same vertices: the edge-edge search took 3.78 ms with it, 2.40 ms with this (H200, fold
-    N = 256, ``benchmarks/detect_variants.py`` group8_mindist / group8_intmin). On the CPU Warp runs a launch on
+    N = 256, ``benchmarks/detect_variants.py`` group8_floatmin / group8_intmin). On the CPU Warp runs a launch on
     one thread (the threaded search gives each thread its own ``dist``): a plain compare and write, as Warp's own
     CPU atomic_min. ``dist`` must be contiguous (the detector's own arrays are)."""
     ...
