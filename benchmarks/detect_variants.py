@@ -30,7 +30,7 @@ in turn (``wp.tile_extract``), gave the same lists but a slower detection (6.51 
 on its bits (``min_nonnegative``) where it was Warp's float atomic min (a compare-and-swap loop):
 ``group8_floatmin`` (the old way, a kernel of this script) against ``group8_intmin`` (clothsim's), which must
 give the same ``min_dist`` bit for bit (flagged otherwise). H200, N = 256: edge–edge 3.78 → 2.40 ms
-(`results/detect_variants_h200_s29.json`, measured before clothsim took it up). ``rank_vt`` / ``rank_tv`` /
+(`results/detect_variants_h200_s29.json`, measured before clothsim took it up, the float one named group8_mindist there). ``rank_vt`` / ``rank_tv`` /
 ``rank_ee`` (``--only rank``, CUDA): clothsim's ranking of the appended lists, a warp a list (``warp``), against
 8 or 16 lanes a list (``lanesW_shfl``, `rank_variants.py`), each checked entry for entry against clothsim's; on this CPU's fold at
 N = 128 after 30 frames the non-empty lists held 16 (vertex–triangle), 8 (triangle–vertex) and 30 (edge–edge)
