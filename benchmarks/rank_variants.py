@@ -4,8 +4,8 @@ several short lists at once (session 29: on this CPU's fold at N = 128 after 30 
 vertex–triangle, 8 triangle–vertex and 30 edge–edge entries on average), and a warp a list sorting it in registers
 by a bitonic network (``bitonic``: up to 128 entries, 4 a lane; longer lists ranked as clothsim does). Counting
 ranks costs ⌈c/32⌉² × 32 shuffles a lane for a list of c, the network 15 / 42 / 112 compare-exchanges for up to
-32 / 64 / 128 (its index logic was checked in a numpy model of the warp for every c up to 128 before it was
-written in CUDA). Each variant's output is checked entry for entry against clothsim's.
+32 / 64 / 128 (its index logic is checked in a numpy model of the warp, ``bitonic_model``, for every c up to 128:
+``python benchmarks/rank_variants.py``). Each variant's output is checked entry for entry against clothsim's.
 """
 
 from __future__ import annotations
@@ -173,6 +173,37 @@ def rank_lists_bitonic_kernel(capacity: int, kind: int, need: wp.array(dtype=wp.
             a += 32
 
 
+def bitonic_model(values) -> list:
+    """``_warp_bitonic``'s network in numpy, step for step (32 lanes × K slots; shuffles as lane ^ d, swaps
+    between a lane's slots): the sorted list, for checking the index logic on a machine without a GPU."""
+    c = len(values)
+    inf = 2**31 - 1
+    k = 1 if c <= 32 else (2 if c <= 64 else 4)
+    v = np.full((4, 32), inf, np.int64)
+    v.reshape(-1)[:c] = values  # slot j of lane l holds entry j * 32 + l
+    lane = np.arange(32)
+    s = 2
+    while s <= 32 * k:
+        d = s >> 1
+        while d > 0:
+            if d >= 32:  # swaps within a lane: slots (0, 1), (2, 3) at d = 32; (0, 2), (1, 3) at d = 64
+                for j, pj in ((0, 1), (2, 3)) if d == 32 else ((0, 2), (1, 3)):
+                    if pj < k:
+                        up = ((j * 32 + lane) & s) == 0
+                        a, b = v[j].copy(), v[pj].copy()
+                        swap = (a > b) == up
+                        v[j], v[pj] = np.where(swap, b, a), np.where(swap, a, b)
+            else:  # shuffles: lane l and lane l ^ d, the lower keeping the min where the run ascends
+                for j in range(k):
+                    other = v[j][lane ^ d]
+                    up = ((j * 32 + lane) & s) == 0
+                    lower = (lane & d) == 0
+                    v[j] = np.where(lower == up, np.minimum(v[j], other), np.maximum(v[j], other))
+            d >>= 1
+        s <<= 1
+    return v.reshape(-1)[:c].tolist()
+
+
 def rank_group_variants(det, dev):
     """("rank_<kind>", "warp" | "lanes<W>_shfl" | "bitonic", fn, check) for the vt, tv and ee lists as the last
     detection left them appended: clothsim's ranking (a warp a list), ``rank_lists_group_kernel`` with W = 8, 16
@@ -220,3 +251,11 @@ def rank_group_variants(det, dev):
 
         out.append((f"rank_{name}", "bitonic", bitonic, check(bitonic)))
     return out
+
+
+if __name__ == "__main__":  # the network's index logic, on any machine
+    rng = np.random.default_rng(0)
+    for n in list(range(129)) * 3:
+        vals = rng.choice(1 << 30, size=n, replace=False)
+        assert bitonic_model(vals) == sorted(vals.tolist()), n
+    print("bitonic_model sorts every length 0-128 (3 random lists each)")
