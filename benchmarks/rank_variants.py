@@ -89,6 +89,10 @@ def rank_lists_group_kernel(capacity: int, kind: int, width: int, lists: int, ne
     """
     #if defined(__CUDA_ARCH__)
     if (c > 128) return 0;
+    if (c <= 1) {  // nothing to sort
+        if (c == 1 && lane == 0) items.data[base] = appended.data[base];
+        return 1;
+    }
     const int INF = 0x7fffffff;
     const int K = c <= 32 ? 1 : (c <= 64 ? 2 : 4);
     int v0 = INF, v1 = INF, v2 = INF, v3 = INF;
