@@ -31,10 +31,11 @@ on its bits (``min_nonnegative``) where it was Warp's float atomic min (a compar
 ``group8_floatmin`` (the old way, a kernel of this script) against ``group8_intmin`` (clothsim's), which must
 give the same ``min_dist`` bit for bit (flagged otherwise). H200, N = 256: edge–edge 3.78 → 2.40 ms
 (`results/detect_variants_h200_s29.json`, measured before clothsim took it up, the float one named group8_mindist there). ``rank_vt`` / ``rank_tv`` /
-``rank_ee`` (``--only rank``, CUDA): clothsim's ranking of the appended lists, a warp a list (``warp``), against
-8 or 16 lanes a list (``lanesW_shfl``) and a bitonic sort in registers (``bitonic``; `rank_variants.py`), each checked entry for entry against clothsim's; on this CPU's fold at
-N = 128 after 30 frames the non-empty lists held 16 (vertex–triangle), 8 (triangle–vertex) and 30 (edge–edge)
-entries on average. Written in session 29 after the device time ran out: compiled for sm_90 only, not yet run.
+``rank_ee`` (``--only rank``, CUDA): clothsim's ranking of the appended lists, a warp a list (``warp``: a bitonic
+sort in registers up to 128 entries since session 30), against 8 or 16 lanes a list (``lanesW_shfl``) and counting
+ranks only (``count``, clothsim's until session 29; `rank_variants.py`), each checked entry for entry against
+clothsim's; on this CPU's fold at N = 128 after 30 frames the non-empty lists held 16 (vertex–triangle), 8
+(triangle–vertex) and 30 (edge–edge) entries on average. H200 (`results/detect_variants_h200_s30_rank.*`).
 
     python benchmarks/detect_variants.py --device cuda:0 --sizes 128,256 --frames 20 --json out/detect_variants.json
 """

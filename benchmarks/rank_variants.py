@@ -1,11 +1,14 @@
 """Ranking variants for ``detect_variants.py --only rank`` (CUDA): clothsim's ranking of the appended contact
-lists, a warp a list (``rank_lists_warp_kernel``), against ``width`` = 8 or 16 lanes a list, so that a warp ranks
-several short lists at once (session 29: on this CPU's fold at N = 128 after 30 frames the non-empty lists held 16
-vertex–triangle, 8 triangle–vertex and 30 edge–edge entries on average), and a warp a list sorting it in registers
-by a bitonic network (``bitonic``: up to 128 entries, 4 a lane; longer lists ranked as clothsim does). Counting
-ranks costs ⌈c/32⌉² × 32 shuffles a lane for a list of c, the network 15 / 42 / 112 compare-exchanges for up to
-32 / 64 / 128 (its index logic is checked in a numpy model of the warp, ``bitonic_model``, for every c up to 128:
-``python benchmarks/rank_variants.py``). Each variant's output is checked entry for entry against clothsim's.
+lists (``rank_lists_warp_kernel``: a warp a list, sorting a list of up to 128 entries in registers by a bitonic
+network since session 30, counting ranks above that), against ``count`` (every list ranked by counting, clothsim's
+until session 29) and ``width`` = 8 or 16 lanes a list counting, so that a warp ranks several short lists at once
+(session 29: on this CPU's fold at N = 128 after 30 frames the non-empty lists held 16 vertex–triangle, 8
+triangle–vertex and 30 edge–edge entries on average). Counting ranks costs ⌈c/32⌉² × 32 shuffles a lane for a list
+of c, the network 15 / 42 / 112 compare-exchanges for up to 32 / 64 / 128 (its index logic is checked in a numpy
+model of the warp, ``bitonic_model``, for every c up to 128: ``python benchmarks/rank_variants.py``). Each variant's
+output is checked entry for entry against clothsim's. H200, session 30 (``results/detect_variants_h200_s30_rank.*``,
+before the network was taken up, named ``bitonic`` there and the counting one ``warp``): N = 256 edge–edge 0.346 →
+0.316 ms, 8 lanes 0.994 ms, 16 lanes 0.515 ms.
 """
 
 from __future__ import annotations
@@ -13,7 +16,8 @@ from __future__ import annotations
 import numpy as np
 import warp as wp
 
-from clothsim.collision.contact_lists import _warp_count_less, rank_lists_warp_kernel, record_overflow
+from clothsim.collision.contact_lists import (_warp_count_less, rank_lists_warp_kernel, record_overflow,
+                                             warp_rank_by_counting)
 
 wp.set_module_options({"enable_backward": False})
 
@@ -85,71 +89,13 @@ def rank_lists_group_kernel(capacity: int, kind: int, width: int, lists: int, ne
         a += width
 
 
-@wp.func_native(
-    """
-    #if defined(__CUDA_ARCH__)
-    if (c > 128) return 0;
-    if (c <= 1) {  // nothing to sort
-        if (c == 1 && lane == 0) items.data[base] = appended.data[base];
-        return 1;
-    }
-    const int INF = 0x7fffffff;
-    const int K = c <= 32 ? 1 : (c <= 64 ? 2 : 4);
-    int v0 = INF, v1 = INF, v2 = INF, v3 = INF;
-    const int* src = appended.data + base;
-    if (lane < c) v0 = src[lane];
-    if (32 + lane < c) v1 = src[32 + lane];
-    if (64 + lane < c) v2 = src[64 + lane];
-    if (96 + lane < c) v3 = src[96 + lane];
-    const int n = 32 * K;
-    auto cmpx = [](int& a, int& b, bool up) { if ((a > b) == up) { int t = a; a = b; b = t; } };
-    auto shfl = [lane](int& x, int i, int s, int d) {
-        int other = __shfl_xor_sync(0xffffffffu, x, d);
-        bool up = (i & s) == 0;
-        bool lower = (lane & d) == 0;
-        x = (lower == up) ? min(x, other) : max(x, other);
-    };
-    for (int s = 2; s <= n; s <<= 1) {
-        for (int d = s >> 1; d > 0; d >>= 1) {
-            if (d == 32) {
-                cmpx(v0, v1, (lane & s) == 0);
-                if (K > 2) cmpx(v2, v3, ((64 + lane) & s) == 0);
-            } else if (d == 64) {
-                cmpx(v0, v2, (lane & s) == 0);
-                cmpx(v1, v3, ((32 + lane) & s) == 0);
-            } else {
-                shfl(v0, lane, s, d);
-                if (K > 1) shfl(v1, 32 + lane, s, d);
-                if (K > 2) { shfl(v2, 64 + lane, s, d); shfl(v3, 96 + lane, s, d); }
-            }
-        }
-    }
-    int* dst = items.data + base;
-    if (lane < c) dst[lane] = v0;
-    if (32 + lane < c) dst[32 + lane] = v1;
-    if (64 + lane < c) dst[64 + lane] = v2;
-    if (96 + lane < c) dst[96 + lane] = v3;
-    return 1;
-    #else
-    return 0;
-    #endif
-    """
-)
-def _warp_bitonic(appended: wp.array(dtype=wp.int32), items: wp.array(dtype=wp.int32), base: int, c: int,
-                  lane: int) -> int:
-    """A warp sorts the list of c <= 128 entries at ``appended[base:]`` into ``items[base:]`` (a bitonic network
-    over 32·K slots, K = 1, 2, 4 entries a lane in registers, padded with the largest int; shuffles across lanes,
-    swaps within a lane). c must be the same in every lane; returns 0, writing nothing, for c > 128."""
-    ...
-
-
 @wp.kernel(module="unique", enable_backward=False)  # CUDA only (warp shuffles)
-def rank_lists_bitonic_kernel(capacity: int, kind: int, need: wp.array(dtype=wp.int32),
-                              count: wp.array(dtype=wp.int32), appended: wp.array(dtype=wp.int32),
-                              items: wp.array(dtype=wp.int32), overflow: wp.array(dtype=wp.int32),
-                              required: wp.array(dtype=wp.int32)):
-    """clothsim's ``rank_lists_warp_kernel`` (a warp a list, launched over lists × 32) with lists of up to 128
-    entries sorted by ``_warp_bitonic``; longer ones ranked by counting, as there."""
+def rank_lists_count_kernel(capacity: int, kind: int, need: wp.array(dtype=wp.int32),
+                            count: wp.array(dtype=wp.int32), appended: wp.array(dtype=wp.int32),
+                            items: wp.array(dtype=wp.int32), overflow: wp.array(dtype=wp.int32),
+                            required: wp.array(dtype=wp.int32)):
+    """clothsim's ``rank_lists_warp_kernel`` as it was until session 30: every list ranked by counting (no bitonic
+    sort for lists of up to 128 entries)."""
     tid = wp.tid()
     i = tid // 32
     lane = tid - i * 32
@@ -158,28 +104,12 @@ def rank_lists_bitonic_kernel(capacity: int, kind: int, need: wp.array(dtype=wp.
         record_overflow(need[i], capacity, kind, overflow, required)
         count[i] = c
     base = i * capacity
-    if _warp_bitonic(appended, items, base, c, lane) == 0:
-        a = int(0)
-        while a < c:
-            key = int(2147483647)
-            if a + lane < c:
-                key = appended[base + a + lane]
-            r = int(0)
-            b = int(0)
-            while b < c:
-                other = int(2147483647)
-                if b + lane < c:
-                    other = appended[base + b + lane]
-                r += _warp_count_less(other, key, wp.min(32, c - b))
-                b += 32
-            if a + lane < c:
-                items[base + r] = key
-            a += 32
+    warp_rank_by_counting(appended, items, base, c, lane)
 
 
 def bitonic_model(values) -> list:
-    """``_warp_bitonic``'s network in numpy, step for step (32 lanes × K slots; shuffles as lane ^ d, swaps
-    between a lane's slots): the sorted list, for checking the index logic on a machine without a GPU."""
+    """clothsim's ``contact_lists._warp_bitonic`` network in numpy, step for step (32 lanes × K slots; shuffles
+    as lane ^ d, swaps between a lane's slots): the sorted list, for checking the index logic on a machine without a GPU."""
     c = len(values)
     inf = 2**31 - 1
     k = 1 if c <= 32 else (2 if c <= 64 else 4)
@@ -209,9 +139,9 @@ def bitonic_model(values) -> list:
 
 
 def rank_group_variants(det, dev):
-    """("rank_<kind>", "warp" | "lanes<W>_shfl" | "bitonic", fn, check) for the vt, tv and ee lists as the last
+    """("rank_<kind>", "warp" | "lanes<W>_shfl" | "count", fn, check) for the vt, tv and ee lists as the last
     detection left them appended: clothsim's ranking (a warp a list), ``rank_lists_group_kernel`` with W = 8, 16
-    and ``rank_lists_bitonic_kernel``. The
+    and ``rank_lists_count_kernel``. The
     check reruns the variant into a list array filled with -7 and returns the entries ranked, or -1 (a
     MISMATCH in the table) unless every list equals clothsim's ranking, entry for entry."""
     from clothsim.collision.self_contact import EE, TV, VT
@@ -249,11 +179,11 @@ def rank_group_variants(det, dev):
         out.append((f"rank_{name}", "warp", warp, check(warp, first=True)))
         out += [(f"rank_{name}", f"lanes{w}_shfl", group(w), check(group(w))) for w in (8, 16)]
 
-        def bitonic(cap=cap, kind=kind, count=count, appended=appended, items=items, lists=lists):
-            wp.launch(rank_lists_bitonic_kernel, dim=lists * 32, inputs=[cap, kind, count, count, appended],
+        def counting(cap=cap, kind=kind, count=count, appended=appended, items=items, lists=lists):
+            wp.launch(rank_lists_count_kernel, dim=lists * 32, inputs=[cap, kind, count, count, appended],
                       outputs=[items, det.overflow, det.required], device=dev)
 
-        out.append((f"rank_{name}", "bitonic", bitonic, check(bitonic)))
+        out.append((f"rank_{name}", "count", counting, check(counting)))
     return out
 
 
