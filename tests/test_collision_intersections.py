@@ -17,6 +17,7 @@ from clothsim.collision.intersections import (
     max_penetration,
     penetration_depths,
     self_intersection_counts,
+    self_intersection_pairs,
 )
 
 
@@ -47,14 +48,19 @@ def tri_tri_reference(A, B):
     return hit
 
 
-def self_counts_reference(x, tris):
+def self_pairs_reference(x, tris):
+    """(K, 2) rows (i, j), i < j, of the triangles sharing no vertex that intersect, in row-major order."""
     x = x.astype(np.float64)
     m = len(tris)
     i, j = np.triu_indices(m, 1)
     share = (tris[i][:, :, None] == tris[j][:, None, :]).any(axis=(1, 2))
     i, j = i[~share], j[~share]
     hit = tri_tri_reference(x[tris[i]], x[tris[j]])
-    return np.bincount(i[hit], minlength=m)
+    return np.stack([i[hit], j[hit]], axis=1)
+
+
+def self_counts_reference(x, tris):
+    return np.bincount(self_pairs_reference(x, tris)[:, 0], minlength=len(tris))
 
 
 def random_soup(rng, n_vertices, n_tris):
@@ -79,6 +85,20 @@ def test_self_counts_match_brute_force(seed, device):
     assert ref.sum() > 10  # the test is not vacuous
     np.testing.assert_array_equal(got, ref)
     assert count_self_intersections(x, tris, device=device) == ref.sum()
+
+
+@pytest.mark.parametrize("seed", [0, 5])
+def test_self_pairs_match_brute_force(seed, device):
+    """Every intersecting pair, each once as (t, u) with t < u, sorted: the brute-force pairs exactly."""
+    rng = np.random.default_rng(seed)
+    x, tris = random_soup(rng, 60, 120)
+    ref = self_pairs_reference(x, tris)
+    got = self_intersection_pairs(x, tris, device=device)
+    assert len(ref) > 10  # the test is not vacuous
+    assert got.dtype == np.int32 and got.shape == (len(ref), 2)
+    np.testing.assert_array_equal(got, ref)
+    apart = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1], [1, 0, 1], [0, 1, 1]], np.float32)
+    assert self_intersection_pairs(apart, np.array([[0, 1, 2], [3, 4, 5]]), device=device).shape == (0, 2)
 
 
 @pytest.mark.parametrize("seed", [3, 4])

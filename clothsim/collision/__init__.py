@@ -8,7 +8,8 @@ Modules:
 * :mod:`.mesh_collider` — :class:`MeshCollider` (deforming triangle-mesh collider) and :class:`ClothColliderContacts`.
 """
 
-from .intersections import count_mesh_intersections, count_self_intersections, max_penetration
+from .intersections import (count_mesh_intersections, count_self_intersections, max_penetration,
+                            self_intersection_pairs)
 from .mesh_collider import ClothColliderContacts, MeshCollider
 from .self_contact import SelfContactDetector
 
@@ -18,5 +19,6 @@ __all__ = [
     "SelfContactDetector",
     "count_mesh_intersections",
     "count_self_intersections",
+    "self_intersection_pairs",
     "max_penetration",
 ]

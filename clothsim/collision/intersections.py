@@ -224,9 +224,13 @@ def self_intersection_count_kernel(
     points: wp.array(dtype=wp.vec3),
     tris: wp.array2d(dtype=wp.int32),
     eps: float,
+    offsets: wp.array(dtype=wp.int32),
+    write: int,
     counts: wp.array(dtype=wp.int32),
+    pairs: wp.array2d(dtype=wp.int32),
 ):
-    """counts[t] = number of triangles u > t, sharing no vertex with t, that intersect t."""
+    """counts[t] = number of triangles u > t, sharing no vertex with t, that intersect t; with ``write`` != 0
+    also the pairs (t, u) from row ``offsets[t]`` of ``pairs`` on (a second pass, after the counts' prefix sum)."""
     t = wp.tid()
     i0 = tris[t, 0]
     i1 = tris[t, 1]
@@ -248,6 +252,9 @@ def self_intersection_count_kernel(
         if j2 == i0 or j2 == i1 or j2 == i2:
             continue
         if tri_tri_intersect(a0, a1, a2, points[j0], points[j1], points[j2], eps):
+            if write != 0:
+                pairs[offsets[t] + n, 0] = t
+                pairs[offsets[t] + n, 1] = u
             n += 1
     counts[t] = n
 
@@ -310,18 +317,41 @@ def _mesh(points: wp.array, tris: wp.array) -> wp.Mesh:
 def self_intersection_counts(positions, triangles, device=None, eps: float | None = None) -> np.ndarray:
     """Per-triangle counts, ``(M,)`` int32: entry t counts the triangles u > t that share no
     vertex with t and intersect it. ``sum()`` is :func:`count_self_intersections`."""
+    return _self_intersections(positions, triangles, device, eps, False)[0]
+
+
+def self_intersection_pairs(positions, triangles, device=None, eps: float | None = None) -> np.ndarray:
+    """The intersecting pairs, ``(K, 2)`` int32 rows (t, u) with t < u, sorted: triangles that share no vertex and
+    intersect (:func:`count_self_intersections` is K). Where a cloth passes through itself, for a strain or
+    debug view or to ask which primitives the self-contact left out (``benchmarks/intersection_pairs.py``)."""
+    return _self_intersections(positions, triangles, device, eps, True)[1]
+
+
+def _self_intersections(positions, triangles, device, eps, want_pairs: bool):
     device = resolve_device(device, positions, triangles)
     pts = as_vec3_array(positions, device)
     tris = as_index_array(triangles, 3, device)
+    none = np.zeros((0, 2), dtype=np.int32)
     if tris.shape[0] == 0:
-        return np.zeros(0, dtype=np.int32)
+        return np.zeros(0, dtype=np.int32), none
     if eps is None:
         eps = default_eps(pts.numpy())
     mesh = _mesh(pts, tris)
     counts = wp.zeros(tris.shape[0], dtype=wp.int32, device=device)
-    wp.launch(self_intersection_count_kernel, dim=tris.shape[0], inputs=[mesh.id, pts, tris, float(eps)],
-              outputs=[counts], device=device)
-    return counts.numpy()
+    offsets = wp.zeros(tris.shape[0], dtype=wp.int32, device=device)
+    pairs = wp.zeros((1, 2), dtype=wp.int32, device=device)  # not written by the counting pass
+    wp.launch(self_intersection_count_kernel, dim=tris.shape[0], inputs=[mesh.id, pts, tris, float(eps), offsets, 0],
+              outputs=[counts, pairs], device=device)
+    c = counts.numpy()
+    total = int(c.sum())
+    if not want_pairs or total == 0:
+        return c, none
+    offsets = wp.array(np.concatenate([[0], np.cumsum(c[:-1])]).astype(np.int32), dtype=wp.int32, device=device)
+    pairs = wp.zeros((total, 2), dtype=wp.int32, device=device)
+    wp.launch(self_intersection_count_kernel, dim=tris.shape[0], inputs=[mesh.id, pts, tris, float(eps), offsets, 1],
+              outputs=[counts, pairs], device=device)
+    out = pairs.numpy()
+    return c, out[np.lexsort((out[:, 1], out[:, 0]))]
 
 
 def count_self_intersections(positions, triangles, device=None, eps: float | None = None) -> int:
