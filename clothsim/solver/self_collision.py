@@ -1,8 +1,8 @@
 """SelfCollision: the solver's owner of self-contact buffers (the detector's lists and distances).
 
 Contacts are vertex–triangle and edge–edge pairs closer than ``thickness + contact_margin`` at the start
-of each substep (clothsim.collision.SelfContactDetector), leaving out rest neighbours: pairs with a vertex of one
-closer than that same radius to a vertex of the other in the rest shape of one panel (a flat cloth's own
+of each substep (clothsim.collision.SelfContactDetector), leaving out rest neighbours: pairs whose primitives lie
+closer than that same radius in the rest shape of one panel (a flat cloth's own
 neighbours on a mesh finer than the radius, which only a fold tighter than the radius could bring together;
 a panel's rest shape is its 2D pattern, ``rest_uv``, or the 3D rest shape without one); the VBD vertex solve adds their penalty and
 friction blocks and then limits each vertex's move to ``BOUND_FRACTION`` of its distance to the nearest
