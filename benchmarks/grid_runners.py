@@ -98,10 +98,10 @@ class NewtonRunner:
 
     def __init__(self, scene: Scene, mat: BenchMaterial, device: str, substeps: int,
                  vertex_buffer: int | None = None, edge_buffer: int | None = None,
-                 self_contact_detection: str = "pre-post-init"):
+                 self_contact_detection: str = "pre-post-init", topological_filter: int | None = None):
         self.scene, self.mat, self.device, self.substeps = scene, mat, device, substeps
         self.buffers = {"vertex_buffer": vertex_buffer, "edge_buffer": edge_buffer,
-                        "self_contact_detection": self_contact_detection}
+                        "self_contact_detection": self_contact_detection, "topological_filter": topological_filter}
         self.cloth = None
         self.iterations = None
 

@@ -277,6 +277,7 @@ class NewtonCloth:
         vertex_buffer: int | None = None,
         edge_buffer: int | None = None,
         self_contact_detection: str = "pre-post-init",
+        topological_filter: int | None = None,
     ):
         if self_contact_detection not in SELF_CONTACT_DETECTION:
             raise ValueError(f"NewtonCloth: self_contact_detection must be one of {', '.join(SELF_CONTACT_DETECTION)}, "
@@ -377,6 +378,8 @@ class NewtonCloth:
                     kw["particle_vertex_contact_buffer_size"] = int(vertex_buffer)
                 if edge_buffer is not None:
                     kw["particle_edge_contact_buffer_size"] = int(edge_buffer)
+                if topological_filter is not None:  # Newton's default 2: pairs within two edge rings left out
+                    kw["particle_topological_contact_filter_threshold"] = int(topological_filter)
                 from newton_filters import use_fast_contact_filters  # beside this file (on sys.path with it)
 
                 use_fast_contact_filters()  # the same filter lists, built in numpy (N = 1024: minutes otherwise)

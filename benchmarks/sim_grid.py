@@ -109,10 +109,11 @@ NEWTON_SELF_CONTACT_BOUND = 0.425
 
 
 def newton_runner(scene, mat, a) -> NewtonRunner:
-    """Newton for one scene, with --newton-vertex-buffer / --newton-edge-buffer / --newton-self-contact-detection
-    when given (else its defaults)."""
+    """Newton for one scene, with --newton-vertex-buffer / --newton-edge-buffer / --newton-self-contact-detection /
+    --newton-topological-filter when given (else its defaults)."""
     return NewtonRunner(scene, mat, a.device, a.substeps, a.newton_vertex_buffer, a.newton_edge_buffer,
-                        self_contact_detection=getattr(a, "newton_self_contact_detection", None) or "pre-post-init")
+                        self_contact_detection=getattr(a, "newton_self_contact_detection", None) or "pre-post-init",
+                        topological_filter=getattr(a, "newton_topological_filter", None))
 
 
 JACOBI = "clothsim_jacobi"
@@ -185,7 +186,8 @@ def _solver_key(a, scene, solver: str, frames: int) -> dict:
             key |= {"sweep": "jacobi", "jacobi": [a.jacobi_omega, a.jacobi_rho]}
     else:
         key["code"] = newton_available()[1]
-        for k in ("newton_vertex_buffer", "newton_edge_buffer", "newton_self_contact_detection"):
+        for k in ("newton_vertex_buffer", "newton_edge_buffer", "newton_self_contact_detection",
+                  "newton_topological_filter"):
             # only when set (earlier names stay valid)
             if getattr(a, k, None) is not None:
                 key[k] = getattr(a, k)
@@ -252,6 +254,10 @@ def parse_args(argv=None):
                     "dropped by Newton, and counted in the JSON's newton_contacts")
     ap.add_argument("--newton-edge-buffer", type=int, default=None,
                     help="Newton's particle_edge_contact_buffer_size (default: its own, 64)")
+    ap.add_argument("--newton-topological-filter", type=int, default=None,
+                    help="Newton's particle_topological_contact_filter_threshold: self-contact pairs within this many "
+                    "edge rings are left out (default: its own, 2; clothsim filters by rest distance only, "
+                    "benchmarks/intersection_pairs.py)")
     ap.add_argument("--newton-self-contact-detection", choices=["pre-post-init", "pre-init"], default=None,
                     help="when Newton detects self contact in a substep: its default pre-post-init detects at the start "
                     "and again at the truncated first guess (a vertex may then move two bounds a substep: twice the "
