@@ -13,7 +13,10 @@ kept. Session 30, this 2-core CPU, N = 256 (3.92 mm edges, 2.77 mm altitude), 1 
 (``results/intersection_pairs_cpu_2core_s30.*``): the benchmark's 6 mm search radius (1.53 edges) ended with 2899
 crossings (2367 with a 1e-10 m tolerance), 2270 of those 2367 pairs closer than 6 mm at rest, the first at frame 5;
 3 mm (0.77 edges) with 33 (22; 4 of them closer than 3 mm at rest, the others one edge apart, first touching at
-frame 9); 2.5 mm (under the altitude) with none in any frame.
+frame 9); 2.5 mm (under the altitude) with none in any frame. Newton (``--solver newton``, pre-init, bound 0.425)
+at 2.5 mm: 1088 crossings with its default two-ring topological filter, none closer than the radius at rest and
+all within 1.41 edges (``_newton_ring2.*``), and none with one ring (``--newton-topological-filter 1``,
+``_newton_ring1.*``).
 
     python benchmarks/intersection_pairs.py --size 256 --iterations 1 --frames 12 \\
         --contacts 0.003:0.003,0.0015:0.0015,0.00125:0.00125 --json out/intersection_pairs.json
@@ -72,14 +75,20 @@ def run(a, thickness: float, margin: float) -> dict:
     wp.config.quiet = True
     import clothsim as cs
     from clothsim.collision import count_self_intersections, self_intersection_pairs
-    from sim_grid import ClothsimRunner, Scene, initial_guess_for, material_from, parse_args
+    from sim_grid import ClothsimRunner, Scene, initial_guess_for, material_from, newton_runner, parse_args
 
-    sa = parse_args(["--device", a.device, "--thickness", str(thickness), "--contact-margin", str(margin)])
+    sa = parse_args(["--device", a.device, "--thickness", str(thickness), "--contact-margin", str(margin),
+                     "--newton-self-contact-detection", "pre-init"]
+                    + (["--newton-topological-filter", str(a.newton_topological_filter)]
+                       if a.newton_topological_filter is not None else []))
     mat = material_from(sa)
     sc = Scene(cs, "fold", a.size, 1.0, mat)
-    r = ClothsimRunner(cs, sc, mat, a.device, sa.substeps, initial_guess_for(sa, "fold"), sa.chebyshev_rho,
-                       sa.membrane_hessian, None, sa.chebyshev_delay, sa.chebyshev_cap,
-                       self_contact_bound=a.self_contact_bound)
+    if a.solver == "newton":  # one detection a substep and Newton's own bound (0.425), as in sim_grid's comparison
+        r = newton_runner(sc, mat, sa)
+    else:
+        r = ClothsimRunner(cs, sc, mat, a.device, sa.substeps, initial_guess_for(sa, "fold"), sa.chebyshev_rho,
+                           sa.membrane_hessian, None, sa.chebyshev_delay, sa.chebyshev_cap,
+                           self_contact_bound=a.self_contact_bound)
     r.build(a.iterations)
     r.reset()
     tris = np.asarray(sc.triangles, dtype=np.int32)
@@ -97,10 +106,11 @@ def run(a, thickness: float, margin: float) -> dict:
               f"({frames[-1]['intersections_1e-10']} at 1e-10 m)", flush=True)
     pairs = self_intersection_pairs(x, tris, eps=1e-10)
     d = rest_distance(uv, tris, pairs)
-    radius = r.sim.solver.query_radius
+    radius = thickness + margin  # clothsim's search radius; Newton's rest exclusion radius is set to it
     edge = float(np.median(np.linalg.norm(uv[tris[:, 1]] - uv[tris[:, 0]], axis=1)))
-    r.sim.release()
-    return {"thickness": thickness, "contact_margin": margin, "search_radius": radius, "edge": edge,
+    if a.solver == "clothsim":
+        r.sim.release()
+    return {"solver": a.solver, "thickness": thickness, "contact_margin": margin, "search_radius": radius, "edge": edge,
             "smallest_altitude": smallest_altitude(uv, tris), "frames": frames, "crossing_pairs": int(len(pairs)),
             "pairs_within_search_radius_at_rest": int((d < radius).sum()),
             "rest_distance_edges_quantiles": (np.quantile(d / edge, [0, 0.5, 0.9, 1]).tolist() if len(d) else [])}
@@ -112,7 +122,11 @@ def main(argv=None) -> int:
     ap.add_argument("--size", type=int, default=256, help="N: the fold's N×N vertices")
     ap.add_argument("--iterations", type=int, default=1)
     ap.add_argument("--frames", type=int, default=12)
-    ap.add_argument("--self-contact-bound", type=float, default=0.425)
+    ap.add_argument("--self-contact-bound", type=float, default=0.425, help="clothsim's (Newton's is 0.425)")
+    ap.add_argument("--solver", choices=["clothsim", "newton"], default="clothsim",
+                    help="newton: Newton's SolverVBD as sim_grid's comparison sets it up (needs newton)")
+    ap.add_argument("--newton-topological-filter", type=int, default=None,
+                    help="Newton's topological filter in rings (default: its own, 2)")
     ap.add_argument("--contacts", default="0.003:0.003",
                     help="comma list of THICKNESS:MARGIN [m] (the search radius is their sum)")
     ap.add_argument("--json", default=None)
@@ -124,7 +138,7 @@ def main(argv=None) -> int:
         except ValueError:
             ap.error(f"--contacts: {spec!r} is not THICKNESS:MARGIN")
         rows.append(run(a, th, mg))
-    print(f"\n## fold N = {a.size}, {a.iterations} iteration(s), {a.frames} frames, {a.device}\n")
+    print(f"\n## fold N = {a.size}, {a.solver}, {a.iterations} iteration(s), {a.frames} frames, {a.device}\n")
     print("| search radius [mm] | in edges | smallest altitude [mm] | crossings at the end | at 1e-10 m | "
           "pairs closer than the radius at rest | rest distance in edges (min / median / max) |")
     print("|---:|---:|---:|---:|---:|---:|---|")

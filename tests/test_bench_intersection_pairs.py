@@ -15,20 +15,13 @@ _ip = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_ip)
 
 
-def _grid(n, h):
-    """n×n vertices with spacing h, each square split along one diagonal (sim_grid's layout)."""
-    uv = np.array([(i * h, j * h) for j in range(n) for i in range(n)], dtype=np.float64)
-    tris = []
-    for j in range(n - 1):
-        for i in range(n - 1):
-            a, b, c, d = j * n + i, j * n + i + 1, (j + 1) * n + i, (j + 1) * n + i + 1
-            tris += [(a, b, d), (a, d, c)]
-    return uv, np.array(tris, dtype=np.int32)
+@pytest.mark.parametrize("diagonals", ["alternate", "regular"])
+def test_smallest_altitude_of_a_grid_is_edge_over_root_two(diagonals):
+    from clothsim import Cloth
 
-
-def test_smallest_altitude_of_a_grid_is_edge_over_root_two():
-    uv, tris = _grid(5, 0.004)
-    assert _ip.smallest_altitude(uv, tris) == pytest.approx(0.004 / math.sqrt(2), rel=1e-12)
+    c = Cloth.grid(size=(0.016, 0.016), resolution=(5, 5), plane="xz", diagonals=diagonals)  # 4 mm cells
+    uv = np.asarray(c.vertices, dtype=np.float64)[:, [0, 2]]
+    assert _ip.smallest_altitude(uv, np.asarray(c.triangles)) == pytest.approx(0.004 / math.sqrt(2), rel=1e-6)
 
 
 def test_rest_distance_of_triangle_pairs():
