@@ -20,6 +20,8 @@ all within 1.41 edges (``_newton_ring2.*``), and none with one ring (``--newton-
 
     python benchmarks/intersection_pairs.py --size 256 --iterations 1 --frames 12 \\
         --contacts 0.003:0.003,0.0015:0.0015,0.00125:0.00125 --json out/intersection_pairs.json
+    .venv-newton/bin/python benchmarks/intersection_pairs.py --solver newton --newton-topological-filter 1 \\
+        --size 256 --contacts 0.00125:0.00125 --json out/intersection_pairs_newton.json
 """
 
 from __future__ import annotations
