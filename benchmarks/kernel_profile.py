@@ -21,7 +21,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from newton_side import NewtonCloth  # noqa: E402
-from sim_grid import ClothsimRunner, Scene, initial_guess_for, material_from, parse_args, save_json  # noqa: E402
+from sim_grid import Scene, clothsim_runner, material_from, newton_runner, parse_args, save_json  # noqa: E402
 
 
 def profile(wp, fn, frames=3):
@@ -61,37 +61,33 @@ def show(tag, g, p, top=8):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0],
+                                 epilog="Any other option is sim_grid.py's (e.g. --thickness, --contact-margin, "
+                                        "--self-contact-bound, --newton-self-contact-detection, --newton-vertex-buffer) "
+                                        "and configures both solvers as sim_grid.py does.")
     ap.add_argument("--device", default="cuda:0")
     ap.add_argument("--cases", default="pinned")
     ap.add_argument("--sizes", default="128,256")
     ap.add_argument("--iterations", default="1,10")
     ap.add_argument("--no-newton", action="store_true")
     ap.add_argument("--advance", type=int, default=0,
-                    help="frames stepped before clothsim's profile (the fold piles up over its first 30 frames)")
-    ap.add_argument("--self-contact-bound", type=float, default=None, help="clothsim's (sim_grid's option)")
-    ap.add_argument("--deterministic", action=argparse.BooleanOptionalAction, default=None,
-                    help="clothsim's Simulator(deterministic=) (sim_grid's option)")
+                    help="frames stepped by both solvers before their profile (the fold piles up over its first "
+                         "30 frames)")
     ap.add_argument("--json", default="out/bench/kernel_profile.json")
-    a = ap.parse_args()
+    a, rest = ap.parse_known_args()
     import warp as wp
 
     wp.config.quiet = True
     import clothsim as cs
 
-    sa = parse_args(["--device", a.device] + (["--self-contact-bound", str(a.self_contact_bound)]
-                                              if a.self_contact_bound is not None else [])
-                    + ([] if a.deterministic is None else ["--deterministic" if a.deterministic else "--no-deterministic"]))
+    sa = parse_args(["--device", a.device] + rest)
     mat = material_from(sa)
     res = {}
     for kind in a.cases.split(","):
         for n in (int(s) for s in a.sizes.split(",")):
             sc = Scene(cs, kind, n, 1.0, mat)
             for it in (int(s) for s in a.iterations.split(",")):
-                r = ClothsimRunner(cs, sc, mat, a.device, sa.substeps, initial_guess_for(sa, kind), sa.chebyshev_rho,
-                                   sa.membrane_hessian, chebyshev_delay=sa.chebyshev_delay,
-                                   chebyshev_cap=sa.chebyshev_cap, self_contact_bound=sa.self_contact_bound,
-                                   deterministic=sa.deterministic)
+                r = clothsim_runner(cs, sc, mat, sa)
                 r.build(it)
                 r.reset()
                 for _ in range(a.advance):
@@ -100,21 +96,23 @@ def main():
                 p = profile(wp, lambda: sim.solver._frame_launches(sim.state))
                 g = graph_ms(r.step, r.sync)
                 show(f"{kind} N={n} it={it} clothsim", g, p)
-                res[f"clothsim/{kind}/{n}/{it}"] = {"graph_ms": g, "kernels": p}
+                res[f"clothsim/{kind}/{n}/{it}"] = {"graph_ms": g, "kernels": p, "advance": a.advance}
                 sim.release()
                 if a.no_newton:
                     continue
+                nr = newton_runner(sc, mat, sa)
+                nr.build(it)
+                g = graph_ms(nr.step, nr.sync)
                 kw = dict(device=a.device, substeps=sa.substeps, iterations=it, ground=sc.ground,
-                          self_collision=sc.self_collision)
-                nc = NewtonCloth(sc.vertices, sc.triangles, sc.pins, mat, graph=True, **kw)
-                g = graph_ms(nc.step, nc.synchronize)
+                          self_collision=sc.self_collision, **nr.buffers)
                 plain = NewtonCloth(sc.vertices, sc.triangles, sc.pins, mat, graph=False, **kw)
-                for _ in range(2):
+                for _ in range(max(a.advance, 2)):
                     plain.step()
                 p = profile(wp, plain.step)
                 show(f"{kind} N={n} it={it} newton", g, p)
-                res[f"newton/{kind}/{n}/{it}"] = {"graph_ms": g, "graph_captured": nc.graph is not None,
-                                                  "capture_error": getattr(nc, "capture_error", None), "kernels": p}
+                res[f"newton/{kind}/{n}/{it}"] = {"graph_ms": g, "graph_captured": nr.cloth.graph is not None,
+                                                  "capture_error": getattr(nr.cloth, "capture_error", None),
+                                                  "kernels": p, "advance": max(a.advance, 2)}
     save_json(a.json, res)
     print(f"JSON: {a.json}")
 
