@@ -21,7 +21,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from newton_side import NewtonCloth  # noqa: E402
-from sim_grid import Scene, clothsim_runner, material_from, newton_runner, parse_args, save_json  # noqa: E402
+from sim_grid import Scene, apply_launch_options, clothsim_runner, material_from, newton_runner, parse_args, save_json  # noqa: E402
 
 
 def profile(wp, fn, frames=3):
@@ -38,17 +38,21 @@ def profile(wp, fn, frames=3):
             for k, v in sorted(agg.items(), key=lambda kv: -kv[1][1])}
 
 
-def graph_ms(step, sync, frames=30, runs=5):
-    for _ in range(3):
-        step()
-    sync()
+def graph_ms(runner, advance=0, frames=30, runs=5):
+    """Median frame time with the CUDA graph: each run resets the scene, steps ``advance`` frames untimed, then
+    times ``frames`` (one untimed run first captures the graph)."""
     ts = []
-    for _ in range(runs):
+    for i in range(runs + 1):
+        runner.reset()
+        for _ in range(advance):
+            runner.step()
+        runner.sync()
         t0 = time.perf_counter()
         for _ in range(frames):
-            step()
-        sync()
-        ts.append((time.perf_counter() - t0) / frames * 1e3)
+            runner.step()
+        runner.sync()
+        if i:
+            ts.append((time.perf_counter() - t0) / frames * 1e3)
     return float(np.median(ts))
 
 
@@ -73,6 +77,8 @@ def main():
     ap.add_argument("--advance", type=int, default=0,
                     help="frames stepped by both solvers before their profile (the fold piles up over its first "
                          "30 frames)")
+    ap.add_argument("--graph-frames", type=int, default=30, help="frames timed with the graph a run (after --advance)")
+    ap.add_argument("--graph-runs", type=int, default=5, help="timed runs with the graph (median)")
     ap.add_argument("--json", default="out/bench/kernel_profile.json")
     a, rest = ap.parse_known_args()
     import warp as wp
@@ -81,6 +87,7 @@ def main():
     import clothsim as cs
 
     sa = parse_args(["--device", a.device] + rest)
+    _vbd = apply_launch_options(sa)
     mat = material_from(sa)
     res = {}
     for kind in a.cases.split(","):
@@ -94,15 +101,18 @@ def main():
                     r.step()
                 sim = r.sim
                 p = profile(wp, lambda: sim.solver._frame_launches(sim.state))
-                g = graph_ms(r.step, r.sync)
+                g = graph_ms(r, a.advance, a.graph_frames, a.graph_runs)
                 show(f"{kind} N={n} it={it} clothsim", g, p)
-                res[f"clothsim/{kind}/{n}/{it}"] = {"graph_ms": g, "kernels": p, "advance": a.advance}
+                res[f"clothsim/{kind}/{n}/{it}"] = {
+                    "graph_ms": g, "kernels": p, "advance": a.advance,
+                    "launch": {k: getattr(_vbd, k, None) for k in ("TILE_MAX_VERTICES", "TILE_MAX_CONTACT_VERTICES",
+                                                                  "BLOCK_DIM", "CONTACT_LANES", "ELASTIC_LANES")}}
                 sim.release()
                 if a.no_newton:
                     continue
                 nr = newton_runner(sc, mat, sa)
                 nr.build(it)
-                g = graph_ms(nr.step, nr.sync)
+                g = graph_ms(nr, a.advance, a.graph_frames, a.graph_runs)
                 kw = dict(device=a.device, substeps=sa.substeps, iterations=it, ground=sc.ground,
                           self_collision=sc.self_collision, **nr.buffers)
                 plain = NewtonCloth(sc.vertices, sc.triangles, sc.pins, mat, graph=False, **kw)

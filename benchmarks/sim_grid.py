@@ -331,6 +331,9 @@ def parse_args(argv=None):
     ap.add_argument("--tile-max-vertices", type=int, default=None,
                     help="CUDA: colours up to this size get a half warp per vertex (clothsim.solver.vbd."
                     "TILE_MAX_VERTICES)")
+    ap.add_argument("--tile-max-contact-vertices", type=int, default=None,
+                    help="CUDA: the same for the solve with contact pairs (clothsim.solver.vbd."
+                    "TILE_MAX_CONTACT_VERTICES)")
     ap.add_argument("--block-dim", type=int, default=None,
                     help="CUDA: threads per block of the half-warp solve (clothsim.solver.vbd.BLOCK_DIM)")
     ap.add_argument("--cpu-threads", type=int, default=None,
@@ -361,6 +364,19 @@ def parse_args(argv=None):
     a.compare_cases = (a.compare_cases or ("pinned,fold" if cuda else "pinned")).split(",")
     a.sweep = [int(s) for s in a.sweep.split(",") if s]
     return a
+
+
+def apply_launch_options(a):
+    """Set clothsim's CUDA launch shape from --tile-max-vertices, --tile-max-contact-vertices, --block-dim,
+    --contact-lanes, --elastic-lanes (module constants of clothsim.solver.vbd, read when a frame is captured);
+    returns that module."""
+    from clothsim.solver import vbd as _vbd
+
+    for opt, name in (("tile_max_vertices", "TILE_MAX_VERTICES"), ("tile_max_contact_vertices", "TILE_MAX_CONTACT_VERTICES"),
+                      ("block_dim", "BLOCK_DIM"), ("contact_lanes", "CONTACT_LANES"), ("elastic_lanes", "ELASTIC_LANES")):
+        if getattr(a, opt, None) is not None:
+            setattr(_vbd, name, getattr(a, opt))
+    return _vbd
 
 
 def material_from(a) -> BenchMaterial:
@@ -473,16 +489,7 @@ def main(argv=None):
     import clothsim as cs
 
     mat = material_from(a)
-    from clothsim.solver import vbd as _vbd
-
-    if a.tile_max_vertices is not None:
-        _vbd.TILE_MAX_VERTICES = a.tile_max_vertices
-    if a.block_dim is not None:
-        _vbd.BLOCK_DIM = a.block_dim
-    if a.contact_lanes is not None:
-        _vbd.CONTACT_LANES = a.contact_lanes
-    if a.elastic_lanes is not None:
-        _vbd.ELASTIC_LANES = a.elastic_lanes
+    _vbd = apply_launch_options(a)
     have_newton, newton_info = newton_available()
     if a.compare == "newton" and not have_newton:
         print(f"--compare newton: the 'newton' package is not importable here ({newton_info}); install it "
@@ -496,6 +503,7 @@ def main(argv=None):
                "initial_guess": {k: initial_guess_for(a, k) for k in kinds}, "chebyshev_rho": a.chebyshev_rho,
                "chebyshev_delay": a.chebyshev_delay, "chebyshev_cap": a.chebyshev_cap,
                "membrane_hessian": a.membrane_hessian, "tile_max_vertices": _vbd.TILE_MAX_VERTICES,
+               "tile_max_contact_vertices": getattr(_vbd, "TILE_MAX_CONTACT_VERTICES", None),
                "block_dim": _vbd.BLOCK_DIM, "cpu_threads": a.cpu_threads, "contact_lanes": _vbd.CONTACT_LANES,
                "elastic_lanes": _vbd.ELASTIC_LANES,
                "cases": [], "comparisons": []}

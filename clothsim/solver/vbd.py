@@ -23,13 +23,22 @@ from . import collider_contacts as CC
 from .self_collision import SelfCollision, disabled_bound_args, disabled_kernel_args
 
 # CUDA: a colour of at most TILE_MAX_VERTICES vertices is solved by a half warp (K.LANES = 16 threads) per
-# vertex, two vertices per warp, BLOCK_DIM threads per block; larger colours by one thread per vertex.
+# vertex, two vertices per warp, BLOCK_DIM threads per block; larger colours without contact pairs by one
+# thread per vertex.
 # A grid vertex has 6 triangles, up to 12 bending hinges and 6 edges with their contact lists, so 16
 # lanes take one or two of each (Newton's VBD does the same). Both numbers can be set before a frame
 # is captured (benchmarks/sim_grid.py --tile-max-vertices / --block-dim sweeps them). H200, pinned grid,
 # 6 colours, 10x10 iterations, ms/frame with a 4096 / unlimited threshold: N=256 (10.9k per colour)
 # 23.5 / 13.1, N=1024 (175k per colour) 110.9 / 178.8; block 64 or 128 within 2 %.
 TILE_MAX_VERTICES = 32768
+# The same with contact pairs (self contact, collider features): no limit. One thread per vertex walks its
+# vertex's contact lists alone, and in a pile those hold hundreds of pairs, while the half warp splits them over
+# 16 lanes. H200, fold N = 1024 (colours of ~175k), 0.75 mm contact, frames 7-12 (the pile), graph ms/frame
+# with 32768 / no limit / no limit and 32 lanes: 1 iteration 557.4 / 362.6 / 438.4, 4 iterations 736.5 /
+# 624.3 / 933.8; the solve kernel 4.01 against 1.78 ms a launch at 1 iteration
+# (benchmarks/kernel_profile.py, kernel_profile_h200_s31_fold1024_{untiled,tiled16,tiled32}.json). Frames 1-6,
+# before the cloth lands, were not timed.
+TILE_MAX_CONTACT_VERTICES = 2**31 - 1
 
 # CPU: a colour is split over Simulator.cpu_threads threads (each runs one recorded Warp CPU launch over a
 # contiguous chunk; Warp releases the GIL while a CPU kernel runs) when every chunk gets at least this
@@ -557,7 +566,7 @@ class SolverVBD:
         m = self.model
         args = self._solve_args(state, h, slots, jacobi)
         pairs = self._pair_contacts()
-        if count <= TILE_MAX_VERTICES:
+        if count <= (TILE_MAX_CONTACT_VERTICES if pairs else TILE_MAX_VERTICES):
             lanes = K.WARP_LANES if (CONTACT_LANES if pairs else ELASTIC_LANES) == K.WARP_LANES else K.LANES
             per_block = BLOCK_DIM // lanes
             blocks = (count + per_block - 1) // per_block
