@@ -415,6 +415,53 @@ def test_simulator_stops_cleanly_when_lists_cannot_grow(cloth, device, monkeypat
     assert sim.frame == 1
 
 
+def test_grow_stops_at_the_largest_capacity_that_fits(cloth, device, monkeypatch):
+    """grow() past MAX_LIST_ENTRIES: when doubling would overshoot one array but the longest list fits, the
+    capacity becomes the largest that fits (MAX // primitives) and the lists are then complete; one entry less
+    and grow() raises, naming the lists, with the capacities unchanged."""
+    import clothsim.collision.self_contact as SC
+
+    x, tris, edges, (vt, ee, min_dist) = cloth
+    pos = wp.array(x, dtype=wp.vec3, device=device)
+
+    def overflowed_detector():
+        det = SelfContactDetector(len(x), tris, edges, vertex_capacity=2, edge_capacity=2, device=device,
+                                  positions=x)
+        det.detect(pos, R)
+        assert det.overflowed()
+        return det
+
+    det = overflowed_detector()
+    need = det.required.numpy().astype(np.int64)
+    counts = np.array([det.vertex_count, det.triangle_count, det.edge_count], np.int64)
+    k = int(np.argmax(need * counts))
+    assert need[k] & (need[k] - 1), "the test needs a longest list that is not a power of two"
+    limit = int((need * counts).max())  # list kind k fits exactly; doubling it would not
+    monkeypatch.setattr(SC, "MAX_LIST_ENTRIES", limit)
+    caps = det.grow()
+    got_caps = np.array([caps["vt"], caps["tv"], caps["ee"]])
+    assert got_caps[k] == limit // counts[k] >= need[k]
+    assert (got_caps >= need).all() and (got_caps * counts <= limit).all()
+    det.detect(pos, R)
+    assert not det.overflowed()
+    got = det.lists_numpy()
+    vi, ti, dvt = vt
+    check_lists(got["vt"], vi, ti, dvt, len(x), R)
+    check_lists(got["tv"], ti, vi, dvt, len(tris), R)
+    ei, fi, dee = ee
+    check_lists(got["ee"], ei, fi, dee, len(edges), R)
+    det.release()
+
+    det = overflowed_detector()
+    before = det.capacities
+    monkeypatch.setattr(SC, "MAX_LIST_ENTRIES", limit - 1)
+    what = ("vertex-triangle", "triangle-vertex", "edge-edge")[k]
+    with pytest.raises(SimulationError, match=f"self-contact {what} lists: a list needs {need[k]} entries"):
+        det.grow()
+    assert det.capacities == before
+    det.release()
+
+
 def test_threaded_detect_gives_the_same_lists(cloth):
     """CPU: detect(executor=, workers=) shares the search out: a worker updates the edge BVH beside the
     triangle BVH and the vertex-triangle search, then every thread takes chunks of the edge-edge search, each

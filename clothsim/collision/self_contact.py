@@ -16,7 +16,8 @@ are put in order afterwards, so every list is the same run to run: on the CPU so
 ``ee_append``) and a warp a list writes each entry to its rank in the final list
 (``rank_lists_warp_kernel``; both kernels in :mod:`.contact_lists`), unless ``ordered=False``.
 A list array holds at most ``MAX_LIST_ENTRIES`` entries (primitives × capacity):
-:meth:`SelfContactDetector.grow` past that raises :class:`clothsim.errors.SimulationError`.
+:meth:`SelfContactDetector.grow` stops at the largest capacity that fits and, past that, raises
+:class:`clothsim.errors.SimulationError`.
 
 Array layouts (all int32 / float32 wp.arrays on the detector's device):
 
@@ -564,8 +565,10 @@ class SelfContactDetector:
         """Enlarge the lists after an overflow; returns the new capacities. Reallocates (recapture graphs).
 
         Each list kind that overflowed is doubled until it holds the longest list seen since the
-        last reset; if none is known to have overflowed, every capacity is doubled. Resets the
-        overflow counters; list contents are invalid until the next :meth:`detect`.
+        last reset; if none is known to have overflowed, every capacity is doubled. A capacity whose
+        doubling would take the array past ``MAX_LIST_ENTRIES`` gets the largest that fits instead, if that
+        holds the longest list and is larger than before; else a SimulationError. Resets the overflow
+        counters; list contents are invalid until the next :meth:`detect`.
         """
         req = self.required.numpy()
         caps = [self.vt_capacity, self.tv_capacity, self.ee_capacity]
@@ -576,7 +579,15 @@ class SelfContactDetector:
         else:
             caps = [2 * c for c in caps]
         counts = (self.vertex_count, self.triangle_count, self.edge_count)
+        old = [self.vt_capacity, self.tv_capacity, self.ee_capacity]
         for kind, (what, cap, count) in enumerate(zip(("vertex-triangle", "triangle-vertex", "edge-edge"), caps, counts)):
+            if cap * count > MAX_LIST_ENTRIES and count:
+                # doubling overshoots one array: the largest capacity that fits still serves when it holds the
+                # longest list seen and is more than before (N = 1024 fold, 3.1M edges: a list of 534 entries
+                # needs 1.68e9 entries at 534 a list, 3.2e9 at the doubled 1024)
+                fit = MAX_LIST_ENTRIES // count
+                if fit > old[kind] and fit >= req[kind]:
+                    caps[kind] = cap = fit
             if cap * count > MAX_LIST_ENTRIES:
                 need = (f"a list needs {int(req[kind])} entries" if req[kind] > 0 else
                         f"the lists were to double to {cap} entries")
