@@ -88,6 +88,14 @@ def check_lists(got_lists, owner, other, dist, count, r):
         assert must <= got <= may, (i, must - got, got - may)
 
 
+def check_all_lists(got, cloth):
+    """Every list kind of ``det.lists_numpy()`` against the brute-force pairs of the ``cloth`` fixture."""
+    x, tris, edges, ((vi, ti, dvt), (ei, fi, dee), _) = cloth
+    check_lists(got["vt"], vi, ti, dvt, len(x), R)
+    check_lists(got["tv"], ti, vi, dvt, len(tris), R)
+    check_lists(got["ee"], ei, fi, dee, len(edges), R)
+
+
 @pytest.fixture(scope="module")
 def cloth():
     x, tris, edges = crumpled_cloth()
@@ -164,12 +172,7 @@ def test_overflow_and_grow(cloth, device):
     assert not det.overflowed()
     det.detect(pos, R)
     assert not det.overflowed()
-    got = det.lists_numpy()
-    vi, ti, dvt = vt
-    check_lists(got["vt"], vi, ti, dvt, len(x), R)
-    check_lists(got["tv"], ti, vi, dvt, len(tris), R)
-    ei, fi, dee = ee
-    check_lists(got["ee"], ei, fi, dee, len(edges), R)
+    check_all_lists(det.lists_numpy(), cloth)
     # with nothing recorded, grow() doubles every capacity
     before = det.capacities
     after = det.grow()
@@ -421,7 +424,7 @@ def test_grow_stops_at_the_largest_capacity_that_fits(cloth, device, monkeypatch
     and grow() raises, naming the lists, with the capacities unchanged."""
     import clothsim.collision.self_contact as SC
 
-    x, tris, edges, (vt, ee, min_dist) = cloth
+    x, tris, edges, _ = cloth
     pos = wp.array(x, dtype=wp.vec3, device=device)
 
     def overflowed_detector():
@@ -444,12 +447,7 @@ def test_grow_stops_at_the_largest_capacity_that_fits(cloth, device, monkeypatch
     assert (got_caps >= need).all() and (got_caps * counts <= limit).all()
     det.detect(pos, R)
     assert not det.overflowed()
-    got = det.lists_numpy()
-    vi, ti, dvt = vt
-    check_lists(got["vt"], vi, ti, dvt, len(x), R)
-    check_lists(got["tv"], ti, vi, dvt, len(tris), R)
-    ei, fi, dee = ee
-    check_lists(got["ee"], ei, fi, dee, len(edges), R)
+    check_all_lists(det.lists_numpy(), cloth)
     det.release()
 
     det = overflowed_detector()
