@@ -503,7 +503,7 @@ def main(argv=None):
                "initial_guess": {k: initial_guess_for(a, k) for k in kinds}, "chebyshev_rho": a.chebyshev_rho,
                "chebyshev_delay": a.chebyshev_delay, "chebyshev_cap": a.chebyshev_cap,
                "membrane_hessian": a.membrane_hessian, "tile_max_vertices": _vbd.TILE_MAX_VERTICES,
-               "tile_max_contact_vertices": getattr(_vbd, "TILE_MAX_CONTACT_VERTICES", None),
+               "tile_max_contact_vertices": _vbd.TILE_MAX_CONTACT_VERTICES,
                "block_dim": _vbd.BLOCK_DIM, "cpu_threads": a.cpu_threads, "contact_lanes": _vbd.CONTACT_LANES,
                "elastic_lanes": _vbd.ELASTIC_LANES,
                "cases": [], "comparisons": []}

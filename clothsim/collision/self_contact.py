@@ -571,7 +571,8 @@ class SelfContactDetector:
         counters; list contents are invalid until the next :meth:`detect`.
         """
         req = self.required.numpy()
-        caps = [self.vt_capacity, self.tv_capacity, self.ee_capacity]
+        old = [self.vt_capacity, self.tv_capacity, self.ee_capacity]
+        caps = list(old)
         if (req > np.array(caps)).any():
             for i in range(3):
                 while caps[i] < req[i]:
@@ -579,7 +580,6 @@ class SelfContactDetector:
         else:
             caps = [2 * c for c in caps]
         counts = (self.vertex_count, self.triangle_count, self.edge_count)
-        old = [self.vt_capacity, self.tv_capacity, self.ee_capacity]
         for kind, (what, cap, count) in enumerate(zip(("vertex-triangle", "triangle-vertex", "edge-edge"), caps, counts)):
             if cap * count > MAX_LIST_ENTRIES and count:
                 # doubling overshoots one array: the largest capacity that fits still serves when it holds the
