@@ -132,6 +132,46 @@ def cloth_over_box():
     return x.astype(np.float32), tris, unique_edges(tris)
 
 
+def test_grow_past_one_array(device, monkeypatch):
+    """ClothColliderContacts.grow() when doubling would pass MAX_LIST_ENTRIES (lowered here): the largest
+    capacity that fits when it holds the longest list, then no overflow; with one entry less a
+    SimulationError that names the lists, the capacities unchanged."""
+    import clothsim.collision.mesh_collider as MC
+    from clothsim.errors import SimulationError
+
+    box = trimesh.creation.box(extents=(0.4, 0.4, 0.4))
+    x, tris, edges = cloth_over_box()
+    col = MeshCollider(box.vertices, box.faces, device=device)
+    pos = wp.array(x, dtype=wp.vec3, device=device)
+
+    def overflowed():
+        con = ClothColliderContacts(col, len(x), edges, triangles=tris, edge_capacity=1, triangle_capacity=1,
+                                    device=device)
+        con.detect(pos, R)
+        assert con.overflowed()
+        return con
+
+    con = overflowed()
+    need = con.required.numpy().astype(np.int64)
+    counts = np.array([con.edge_count, con.triangle_count], np.int64)
+    k = int(np.argmax(need * counts))
+    assert need[k] > 1 and need[k] & (need[k] - 1), need  # doubling from 1 overshoots it
+    limit = int((need * counts).max())
+    monkeypatch.setattr(MC, "MAX_LIST_ENTRIES", limit)
+    caps = con.grow()
+    got = np.array([caps["ee"], caps["tv"]])
+    assert got[k] == limit // counts[k] >= need[k] and (got >= need).all() and (got * counts <= limit).all()
+    con.detect(pos, R)
+    assert not con.overflowed()
+
+    con = overflowed()
+    monkeypatch.setattr(MC, "MAX_LIST_ENTRIES", limit - 1)
+    before = (con.edge_capacity, con.triangle_capacity)
+    with pytest.raises(SimulationError, match=f"collider contact .* lists: a list needs {need[k]} entries"):
+        con.grow()
+    assert (con.edge_capacity, con.triangle_capacity) == before
+
+
 def test_edge_and_corner_lists_match_brute_force(device):
     box = trimesh.creation.box(extents=(0.4, 0.4, 0.4))
     x, tris, edges = cloth_over_box()

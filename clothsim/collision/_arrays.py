@@ -21,6 +21,29 @@ import warp as wp
 MAX_LIST_ENTRIES = 2**31 - 1
 
 
+def grown_capacities(old, required, counts, limit: int = MAX_LIST_ENTRIES) -> list[int]:
+    """New capacities for lists that overflowed (a detector's ``grow()``): each kind whose longest list seen
+    (``required``) exceeds its capacity is doubled until it holds it; with none recorded, every kind is doubled.
+    A kind whose doubled array (capacity × ``counts``) would pass ``limit`` entries gets the largest capacity
+    that fits instead, if that holds its longest list and is more than before. The caller checks the result
+    against ``limit`` (a kind still past it cannot grow) and raises with its own names."""
+    caps = [int(c) for c in old]
+    if any(int(r) > c for r, c in zip(required, caps)):
+        for i, r in enumerate(required):
+            while caps[i] < r:
+                caps[i] *= 2
+    else:
+        caps = [2 * c for c in caps]
+    for i, count in enumerate(counts):
+        if count and caps[i] * count > limit:
+            # the largest that fits still serves (N = 1024 fold, 3.1M edges: a list of 534 entries needs 1.68e9
+            # entries at 534 a list, 3.2e9 at the doubled 1024)
+            fit = limit // count
+            if fit > old[i] and fit >= required[i]:
+                caps[i] = fit
+    return caps
+
+
 def resolve_device(device, *arrays):
     """The device to run on: ``device`` if given, else that of the first wp.array among ``arrays``."""
     if device is not None:

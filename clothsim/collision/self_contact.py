@@ -52,7 +52,7 @@ import warp as wp
 
 from ..cpu_threads import taker
 from ..errors import SimulationError
-from ._arrays import MAX_LIST_ENTRIES, as_index_array, as_vec3_array, query_block_dim
+from ._arrays import MAX_LIST_ENTRIES, as_index_array, as_vec3_array, grown_capacities, query_block_dim
 from .contact_lists import (add_counts_kernel, clamp_lists_kernel, edge_edge_scatter_kernel, finish_lists_kernel,
                             merge_side_kernel, rank_lists_warp_kernel, triangle_vertex_scatter_kernel)
 from .self_contact_kernels import (GROUP_SIZE, TILE_LANES, copy_points_kernel, edge_bounds_kernel,
@@ -571,23 +571,9 @@ class SelfContactDetector:
         counters; list contents are invalid until the next :meth:`detect`.
         """
         req = self.required.numpy()
-        old = [self.vt_capacity, self.tv_capacity, self.ee_capacity]
-        caps = list(old)
-        if (req > np.array(caps)).any():
-            for i in range(3):
-                while caps[i] < req[i]:
-                    caps[i] *= 2
-        else:
-            caps = [2 * c for c in caps]
         counts = (self.vertex_count, self.triangle_count, self.edge_count)
+        caps = grown_capacities([self.vt_capacity, self.tv_capacity, self.ee_capacity], req, counts, MAX_LIST_ENTRIES)
         for kind, (what, cap, count) in enumerate(zip(("vertex-triangle", "triangle-vertex", "edge-edge"), caps, counts)):
-            if cap * count > MAX_LIST_ENTRIES and count:
-                # doubling overshoots one array: the largest capacity that fits still serves when it holds the
-                # longest list seen and is more than before (N = 1024 fold, 3.1M edges: a list of 534 entries
-                # needs 1.68e9 entries at 534 a list, 3.2e9 at the doubled 1024)
-                fit = MAX_LIST_ENTRIES // count
-                if fit > old[kind] and fit >= req[kind]:
-                    caps[kind] = cap = fit
             if cap * count > MAX_LIST_ENTRIES:
                 need = (f"a list needs {int(req[kind])} entries" if req[kind] > 0 else
                         f"the lists were to double to {cap} entries")
