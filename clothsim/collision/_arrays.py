@@ -21,12 +21,16 @@ import warp as wp
 MAX_LIST_ENTRIES = 2**31 - 1
 
 
-def grown_capacities(old, required, counts, limit: int = MAX_LIST_ENTRIES) -> list[int]:
+def grown_capacities(old, required, counts, limit: int, names, advice) -> list[int]:
     """New capacities for lists that overflowed (a detector's ``grow()``): each kind whose longest list seen
     (``required``) exceeds its capacity is doubled until it holds it; with none recorded, every kind is doubled.
-    A kind whose doubled array (capacity × ``counts``) would pass ``limit`` entries gets the largest capacity
-    that fits instead, if that holds its longest list and is more than before. The caller checks the result
-    against ``limit`` (a kind still past it cannot grow) and raises with its own names."""
+    A kind whose doubled array (capacity × ``counts``) would pass ``limit`` entries (the detector's
+    ``MAX_LIST_ENTRIES``) gets the largest capacity that fits instead, if that holds its longest list and is
+    more than before. A kind that still does not fit raises a SimulationError naming it (``names``: one per
+    kind, e.g. "self-contact edge-edge") with ``advice()``'s text on what to change; the caller has changed
+    nothing yet."""
+    from ..errors import SimulationError
+
     caps = [int(c) for c in old]
     if any(int(r) > c for r, c in zip(required, caps)):
         for i, r in enumerate(required):
@@ -41,6 +45,12 @@ def grown_capacities(old, required, counts, limit: int = MAX_LIST_ENTRIES) -> li
             fit = limit // count
             if fit > old[i] and fit >= required[i]:
                 caps[i] = fit
+        if caps[i] * count > limit:
+            need = (f"a list needs {int(required[i])} entries" if required[i] > 0 else
+                    f"the lists were to double to {caps[i]} entries")
+            raise SimulationError(
+                f"{names[i]} lists: {need}, and {count} lists of {caps[i]} entries ({caps[i] * count}) exceed the "
+                f"{limit} one list array can index. {advice()} Nothing was changed: the lists keep their capacities.")
     return caps
 
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import warp as wp
 
-from ..errors import SimulationError
 from ._arrays import MAX_LIST_ENTRIES, as_index_array, as_vec3_array, grown_capacities, query_block_dim, unique_edges
 from .contact_funcs import closest_point_triangle, closest_points_edge_edge
 from .self_contact_kernels import edge_bounds_kernel
@@ -426,17 +425,11 @@ class ClothColliderContacts:
         fits, else a SimulationError with nothing changed); reallocates the lists and resets the counters."""
         req = self.required.numpy()
         counts = (self.edge_count, self.triangle_count)
-        caps = grown_capacities([self.edge_capacity, self.triangle_capacity], req, counts, MAX_LIST_ENTRIES)
-        for kind, (what, cap, count) in enumerate(zip(("cloth edge-collider edge", "cloth triangle-collider vertex"),
-                                                      caps, counts)):
-            if cap * count > MAX_LIST_ENTRIES:
-                need = (f"a list needs {int(req[kind])} entries" if req[kind] > 0 else
-                        f"the lists were to double to {cap} entries")
-                raise SimulationError(
-                    f"collider contact {what} lists: {need}, and {count} lists of {cap} entries ({cap * count}) "
-                    f"exceed the {MAX_LIST_ENTRIES} one list array can index: the collider's mesh is much finer than "
-                    "the cloth's near it; use a coarser collider mesh or a finer cloth. Nothing was changed: the "
-                    "lists keep their capacities.")
+        caps = grown_capacities(
+            [self.edge_capacity, self.triangle_capacity], req, counts, MAX_LIST_ENTRIES,
+            ["collider contact cloth edge-collider edge", "collider contact cloth triangle-collider vertex"],
+            lambda: "The collider's mesh is much finer than the cloth's near it: use a coarser collider mesh or a "
+                    "finer cloth.")
         self.edge_capacity, self.triangle_capacity = caps
         self._allocate_lists()
         self.reset_overflow()

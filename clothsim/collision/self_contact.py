@@ -51,7 +51,6 @@ import numpy as np
 import warp as wp
 
 from ..cpu_threads import taker
-from ..errors import SimulationError
 from ._arrays import MAX_LIST_ENTRIES, as_index_array, as_vec3_array, grown_capacities, query_block_dim
 from .contact_lists import (add_counts_kernel, clamp_lists_kernel, edge_edge_scatter_kernel, finish_lists_kernel,
                             merge_side_kernel, rank_lists_warp_kernel, triangle_vertex_scatter_kernel)
@@ -572,17 +571,12 @@ class SelfContactDetector:
         """
         req = self.required.numpy()
         counts = (self.vertex_count, self.triangle_count, self.edge_count)
-        caps = grown_capacities([self.vt_capacity, self.tv_capacity, self.ee_capacity], req, counts, MAX_LIST_ENTRIES)
-        for kind, (what, cap, count) in enumerate(zip(("vertex-triangle", "triangle-vertex", "edge-edge"), caps, counts)):
-            if cap * count > MAX_LIST_ENTRIES:
-                need = (f"a list needs {int(req[kind])} entries" if req[kind] > 0 else
-                        f"the lists were to double to {cap} entries")
-                raise SimulationError(
-                    f"self-contact {what} lists: {need}, and {count} lists of {cap} entries "
-                    f"({cap * count}) exceed the {MAX_LIST_ENTRIES} one list array can index. The contact radius "
-                    f"({self.last_radius:.4g} m) spans many mesh edges (mean rest edge {self.mean_edge():.3g} m), so "
-                    "cloth in layers lists hundreds of pairs per primitive: lower the fabric's thickness or the "
-                    "contact margin, or use a coarser mesh. Nothing was changed: the lists keep their capacities.")
+        caps = grown_capacities(
+            [self.vt_capacity, self.tv_capacity, self.ee_capacity], req, counts, MAX_LIST_ENTRIES,
+            [f"self-contact {w}" for w in ("vertex-triangle", "triangle-vertex", "edge-edge")],
+            lambda: (f"The contact radius ({self.last_radius:.4g} m) spans many mesh edges (mean rest edge "
+                     f"{self.mean_edge():.3g} m), so cloth in layers lists hundreds of pairs per primitive: lower the "
+                     "fabric's thickness or the contact margin, or use a coarser mesh."))
         self.vt_capacity, self.tv_capacity, self.ee_capacity = caps
         self._allocate_lists()
         if self._half_edge is not None:  # the threaded search's lower-edge lists, at the new capacity
