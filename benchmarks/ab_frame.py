@@ -44,7 +44,15 @@ def worker(a) -> None:
     sa = parse_args(["--device", a.device, "--chebyshev-rho", str(a.chebyshev_rho),
                      "--chebyshev-delay", str(a.chebyshev_delay)]
                     + (["--initial-guess", a.initial_guess] if a.initial_guess else [])
-                    + (["--chebyshev-cap"] if a.chebyshev_cap else ["--no-chebyshev-cap"]))
+                    + (["--chebyshev-cap"] if a.chebyshev_cap else ["--no-chebyshev-cap"])
+                    + ["--thickness", str(a.thickness), "--contact-margin", str(a.contact_margin)]
+                    + a.launch.split())
+    import sim_grid
+
+    if hasattr(sim_grid, "apply_launch_options"):  # this tree's benchmarks set the launch constants of the tree timed
+        sim_grid.apply_launch_options(sa)
+    elif a.launch:
+        raise SystemExit("--a-launch / --b-launch need sim_grid.apply_launch_options (session 31)")
     mat = material_from(sa)
     out = {}
     for spec in a.drapes:  # a shipped scene's garments on its avatar at one level, from the start
@@ -93,6 +101,13 @@ def main(argv=None) -> int:
     ap.add_argument("--folds", default="", help="comma list of N: sim_grid's fold (self contact) at that size")
     ap.add_argument("--self-contact-bound", type=float, default=None,
                     help="folds: Simulator(self_contact_bound=) (default: clothsim's)")
+    ap.add_argument("--thickness", type=float, default=3e-3, help="sim_grid's contact thickness [m] (folds)")
+    ap.add_argument("--contact-margin", type=float, default=3e-3, help="sim_grid's contact margin [m] (folds)")
+    for tag in ("a", "b"):
+        ap.add_argument(f"--{tag}-launch", default="",
+                        help=f"sim_grid.py launch options for tree {tag.upper()}'s worker only, one string (e.g. "
+                        "\"--tile-max-contact-vertices 32768\"; with --a . --b . one tree in two launch shapes)")
+    ap.add_argument("--launch", default="", help=argparse.SUPPRESS)
     ap.add_argument("--b-no-deterministic", action="store_true",
                     help="tree B runs with Simulator(deterministic=False) (e.g. --a . --b . to time the list ordering)")
     ap.add_argument("--no-deterministic", action="store_true", help=argparse.SUPPRESS)
@@ -120,11 +135,13 @@ def main(argv=None) -> int:
     common += ["--chebyshev-cap" if a.chebyshev_cap else "--no-chebyshev-cap", "--folds", ",".join(map(str, a.folds))]
     common += ["--initial-guess", a.initial_guess] if a.initial_guess else []
     common += ["--self-contact-bound", str(a.self_contact_bound)] if a.self_contact_bound is not None else []
+    common += ["--thickness", str(a.thickness), "--contact-margin", str(a.contact_margin)]
     rounds = {"a": [], "b": []}
     for k in range(a.rounds):
         for tag in ("a", "b"):
             cmd = [sys.executable, os.path.abspath(__file__), "--worker", "--root", getattr(a, tag), *common]
             cmd += ["--no-deterministic"] if tag == "b" and a.b_no_deterministic else []
+            cmd += [f"--launch={getattr(a, tag + '_launch')}"]
             p = subprocess.run(cmd, capture_output=True, text=True)
             line = next((s for s in p.stdout.splitlines() if s.startswith("AB_RESULT ")), None)
             if p.returncode != 0 or line is None:
@@ -149,7 +166,8 @@ def main(argv=None) -> int:
     res = {"a": os.path.abspath(a.a), "b": os.path.abspath(a.b), "device": a.device, "frames": a.frames,
            "runs": a.runs, "rounds": a.rounds, "chebyshev_rho": a.chebyshev_rho,
            "chebyshev_delay": a.chebyshev_delay, "chebyshev_cap": a.chebyshev_cap,
-           "initial_guess": a.initial_guess, "b_no_deterministic": a.b_no_deterministic, "rows": rows}
+           "initial_guess": a.initial_guess, "b_no_deterministic": a.b_no_deterministic, "thickness": a.thickness,
+           "contact_margin": a.contact_margin, "a_launch": a.a_launch, "b_launch": a.b_launch, "rows": rows}
     sys.path.insert(0, HERE)
     from sim_grid import save_json
 
