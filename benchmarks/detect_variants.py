@@ -371,7 +371,7 @@ def timed(fn, device, repeats):
 def run_size(cs, a, n):
     from clothsim.collision._arrays import query_block_dim
 
-    sa = parse_args(["--device", a.device])
+    sa = parse_args(["--device", a.device] + a.sim_grid_args)
     mat = material_from(sa)
     scene = Scene(cs, "fold", n, 1.0, mat)
     runner = ClothsimRunner(cs, scene, mat, a.device, sa.substeps, initial_guess_for(sa, "fold"), sa.chebyshev_rho,
@@ -601,7 +601,9 @@ def run_size(cs, a, n):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 epilog="Any other option is sim_grid.py's and sets up the fold (e.g. --thickness, "
+                                        "--contact-margin for N = 1024).")
     ap.add_argument("--device", default="cuda:0")
     ap.add_argument("--sizes", default="128,256")
     ap.add_argument("--frames", type=int, default=20, help="fold frames stepped before the searches are timed")
@@ -609,7 +611,8 @@ def main(argv=None):
     ap.add_argument("--repeats", type=int, default=21)
     ap.add_argument("--only", default=None, help="comma list of search kinds to time (detect, search, ee, vt, rank)")
     ap.add_argument("--json", default=None)
-    a = ap.parse_args(argv)
+    a, rest = ap.parse_known_args(argv)
+    a.sim_grid_args = rest
     wp.config.quiet = True
     import clothsim as cs
 

@@ -5,8 +5,11 @@ until session 29) and ``width`` = 8 or 16 lanes a list counting, so that a warp 
 (session 29: on this CPU's fold at N = 128 after 30 frames the non-empty lists held 16 vertex–triangle, 8
 triangle–vertex and 30 edge–edge entries on average). Counting ranks costs ⌈c/32⌉² × 32 shuffles a lane for a list
 of c, the network 15 / 42 / 112 compare-exchanges for up to 32 / 64 / 128 (its index logic is checked in a numpy
-model of the warp, ``bitonic_model``, for every c up to 128: ``python benchmarks/rank_variants.py``). Each variant's
-output is checked entry for entry against clothsim's. H200, session 30 (``results/detect_variants_h200_s30_rank.*``,
+model of the warp, ``bitonic_model``, for every c up to 128, and up to 512 for ``bitonic512``:
+``python benchmarks/rank_variants.py``). ``bitonic512``
+(session 31, not yet run on a GPU) extends the network to lists of up to 512 entries, 16 a lane in registers (the
+N = 1024 fold's edge–edge lists reached 534; lists over 128 are ranked by counting in clothsim); its PTX for sm_90
+holds no local memory. Each variant's output is checked entry for entry against clothsim's. H200, session 30 (``results/detect_variants_h200_s30_rank.*``,
 before the network was taken up, named ``bitonic`` there and the counting one ``warp``): N = 256 edge–edge 0.346 →
 0.316 ms, 8 lanes 0.994 ms, 16 lanes 0.515 ms.
 """
@@ -16,8 +19,7 @@ from __future__ import annotations
 import numpy as np
 import warp as wp
 
-from clothsim.collision.contact_lists import (_warp_count_less, rank_lists_warp_kernel, record_overflow,
-                                             warp_rank_by_counting)
+from clothsim.collision.contact_lists import rank_lists_warp_kernel, record_overflow, warp_rank_by_counting
 
 wp.set_module_options({"enable_backward": False})
 
@@ -89,6 +91,22 @@ def rank_lists_group_kernel(capacity: int, kind: int, width: int, lists: int, ne
         a += width
 
 
+@wp.func
+def warp_list_start(tid: int, capacity: int, kind: int, need: wp.array(dtype=wp.int32),
+                    count: wp.array(dtype=wp.int32), overflow: wp.array(dtype=wp.int32),
+                    required: wp.array(dtype=wp.int32)):
+    """A warp a list (launched over lists × 32): thread ``tid``'s lane, its list's length clamped to the capacity
+    (lane 0 records an overflow and stores the clamped count) and the list's first entry, as in clothsim's
+    ``rank_lists_warp_kernel``."""
+    i = tid // 32
+    lane = tid - i * 32
+    c = wp.min(count[i], capacity)
+    if lane == 0:
+        record_overflow(need[i], capacity, kind, overflow, required)
+        count[i] = c
+    return lane, c, i * capacity
+
+
 @wp.kernel(module="unique", enable_backward=False)  # CUDA only (warp shuffles)
 def rank_lists_count_kernel(capacity: int, kind: int, need: wp.array(dtype=wp.int32),
                             count: wp.array(dtype=wp.int32), appended: wp.array(dtype=wp.int32),
@@ -96,32 +114,104 @@ def rank_lists_count_kernel(capacity: int, kind: int, need: wp.array(dtype=wp.in
                             required: wp.array(dtype=wp.int32)):
     """clothsim's ``rank_lists_warp_kernel`` as it was until session 30: every list ranked by counting (no bitonic
     sort for lists of up to 128 entries)."""
-    tid = wp.tid()
-    i = tid // 32
-    lane = tid - i * 32
-    c = wp.min(count[i], capacity)
-    if lane == 0:
-        record_overflow(need[i], capacity, kind, overflow, required)
-        count[i] = c
-    base = i * capacity
+    lane, c, base = warp_list_start(wp.tid(), capacity, kind, need, count, overflow, required)
     warp_rank_by_counting(appended, items, base, c, lane)
 
 
-def bitonic_model(values) -> list:
-    """clothsim's ``contact_lists._warp_bitonic`` network in numpy, step for step (32 lanes × K slots; shuffles
-    as lane ^ d, swaps between a lane's slots): the sorted list, for checking the index logic on a machine without a GPU."""
+@wp.func_native(
+    """
+    #if defined(__CUDA_ARCH__)
+    if (c > 512) return 0;
+    if (c <= 1) {  // nothing to sort
+        if (c == 1 && lane == 0) items.data[base] = appended.data[base];
+        return 1;
+    }
+    const int INF = 0x7fffffff;
+    int n = 32;
+    while (n < c) n <<= 1;  // 32, 64, ..., 512 slots: K = n / 32 entries a lane
+    const int K = n >> 5;
+    int v[16];
+    const int* src = appended.data + base;
+    #pragma unroll
+    for (int k = 0; k < 16; ++k) v[k] = (k < K && 32 * k + lane < c) ? src[32 * k + lane] : INF;
+    // swaps between a lane's slots k and k | DK (DK a constant, k unrolled: v stays in registers)
+    #define CLOTHSIM_BITONIC_SWAPS(DK) \\
+        _Pragma("unroll") for (int k = 0; k < 16; ++k) { \\
+            if ((k & (DK)) == 0 && k < K) { \\
+                const bool up = ((32 * k + lane) & s) == 0; \\
+                const int a = v[k], b = v[k | (DK)]; \\
+                if ((a > b) == up) { v[k] = b; v[k | (DK)] = a; } \\
+            } \\
+        }
+    for (int s = 2; s <= n; s <<= 1) {
+        for (int d = s >> 1; d > 0; d >>= 1) {
+            if (d == 32) { CLOTHSIM_BITONIC_SWAPS(1) }
+            else if (d == 64) { CLOTHSIM_BITONIC_SWAPS(2) }
+            else if (d == 128) { CLOTHSIM_BITONIC_SWAPS(4) }
+            else if (d == 256) { CLOTHSIM_BITONIC_SWAPS(8) }
+            else {
+                const bool lower = (lane & d) == 0;
+                #pragma unroll
+                for (int k = 0; k < 16; ++k) {
+                    if (k < K) {  // K is the same in every lane: all 32 take part in the shuffle
+                        const int other = __shfl_xor_sync(0xffffffffu, v[k], d);
+                        const bool up = ((32 * k + lane) & s) == 0;
+                        v[k] = (lower == up) ? min(v[k], other) : max(v[k], other);
+                    }
+                }
+            }
+        }
+    }
+    #undef CLOTHSIM_BITONIC_SWAPS
+    int* dst = items.data + base;
+    #pragma unroll
+    for (int k = 0; k < 16; ++k) if (k < K && 32 * k + lane < c) dst[32 * k + lane] = v[k];
+    return 1;
+    #else
+    return 0;
+    #endif
+    """
+)
+def _warp_bitonic512(appended: wp.array(dtype=wp.int32), items: wp.array(dtype=wp.int32), base: int, c: int,
+                     lane: int) -> int:
+    """clothsim's ``_warp_bitonic`` for lists of up to 512 entries: K = 1, 2, ..., 16 entries a lane in registers
+    (32·K slots), swaps between a lane's slots for strides of 32 and more; returns 0, writing nothing, for
+    c > 512. Its index logic is :func:`bitonic_model`'s."""
+    ...
+
+
+@wp.kernel(module="unique", enable_backward=False)  # CUDA only (warp shuffles)
+def rank_lists_bitonic512_kernel(capacity: int, kind: int, need: wp.array(dtype=wp.int32),
+                                 count: wp.array(dtype=wp.int32), appended: wp.array(dtype=wp.int32),
+                                 items: wp.array(dtype=wp.int32), overflow: wp.array(dtype=wp.int32),
+                                 required: wp.array(dtype=wp.int32)):
+    """clothsim's ``rank_lists_warp_kernel`` with the network for lists of up to 512 entries (``_warp_bitonic512``;
+    the N = 1024 fold's edge–edge lists reached 534), counting ranks above that."""
+    lane, c, base = warp_list_start(wp.tid(), capacity, kind, need, count, overflow, required)
+    if _warp_bitonic512(appended, items, base, c, lane) == 0:
+        warp_rank_by_counting(appended, items, base, c, lane)
+
+
+def bitonic_model(values, max_entries: int = 128) -> list:
+    """clothsim's ``contact_lists._warp_bitonic`` network (``max_entries`` 128) and ``_warp_bitonic512`` (512) in
+    numpy, step for step (32 lanes × K slots, K the least power of two with 32·K >= c; shuffles as lane ^ d, swaps
+    between a lane's slots j and j | d/32): the sorted list, for checking the index logic on a machine without a GPU."""
     c = len(values)
+    assert c <= max_entries
     inf = 2**31 - 1
-    k = 1 if c <= 32 else (2 if c <= 64 else 4)
-    v = np.full((4, 32), inf, np.int64)
+    k = 1
+    while 32 * k < c:
+        k *= 2
+    v = np.full((max_entries // 32, 32), inf, np.int64)
     v.reshape(-1)[:c] = values  # slot j of lane l holds entry j * 32 + l
     lane = np.arange(32)
     s = 2
     while s <= 32 * k:
         d = s >> 1
         while d > 0:
-            if d >= 32:  # swaps within a lane: slots (0, 1), (2, 3) at d = 32; (0, 2), (1, 3) at d = 64
-                for j, pj in ((0, 1), (2, 3)) if d == 32 else ((0, 2), (1, 3)):
+            if d >= 32:  # swaps within a lane: slots j and j | d/32 (at d = 32 (0, 1), (2, 3); at 64 (0, 2), (1, 3))
+                dk = d // 32
+                for j, pj in ((j, j | dk) for j in range(k) if not j & dk):
                     if pj < k:
                         up = ((j * 32 + lane) & s) == 0
                         a, b = v[j].copy(), v[pj].copy()
@@ -184,6 +274,12 @@ def rank_group_variants(det, dev):
                       outputs=[items, det.overflow, det.required], device=dev)
 
         out.append((f"rank_{name}", "count", counting, check(counting)))
+
+        def bitonic512(cap=cap, kind=kind, count=count, appended=appended, items=items, lists=lists):
+            wp.launch(rank_lists_bitonic512_kernel, dim=lists * 32, inputs=[cap, kind, count, count, appended],
+                      outputs=[items, det.overflow, det.required], device=dev)
+
+        out.append((f"rank_{name}", "bitonic512", bitonic512, check(bitonic512)))
     return out
 
 
@@ -193,3 +289,7 @@ if __name__ == "__main__":  # the network's index logic, on any machine
         vals = rng.choice(1 << 30, size=n, replace=False)
         assert bitonic_model(vals) == sorted(vals.tolist()), n
     print("bitonic_model sorts every length 0-128 (3 random lists each)")
+    for n in range(513):
+        vals = rng.choice(1 << 30, size=n, replace=False)
+        assert bitonic_model(vals, 512) == sorted(vals.tolist()), n
+    print("bitonic_model(max_entries=512) sorts every length 0-512")
