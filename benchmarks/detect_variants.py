@@ -369,7 +369,7 @@ def timed(fn, device, repeats):
 
 
 def run_size(cs, a, n):
-    from clothsim.collision._arrays import query_block_dim
+    from clothsim.collision._arrays import MAX_LIST_ENTRIES, query_block_dim
 
     sa = parse_args(["--device", a.device] + a.sim_grid_args)
     mat = material_from(sa)
@@ -388,8 +388,10 @@ def run_size(cs, a, n):
     det.detect(solver.x_prev, det.last_radius, rebuild=True, rest_radius=det.last_radius)
     r = det.last_radius
     rr = r  # the solver's rest radius is its search radius
-    cap = 4 * max(det.ee_capacity, det.vt_capacity)
     ne, nv = det.edge_count, det.vertex_count
+    # room for variants that find more pairs than the detector, within one array's 2**31 entries (N = 1024)
+    cap = max(min(4 * max(det.ee_capacity, det.vt_capacity), MAX_LIST_ENTRIES // max(ne, nv)),
+              det.ee_capacity, det.vt_capacity)
     count_e = wp.zeros(ne, dtype=wp.int32, device=dev)
     items_e = wp.zeros(ne * cap, dtype=wp.int32, device=dev)
     count_v = wp.zeros(nv, dtype=wp.int32, device=dev)

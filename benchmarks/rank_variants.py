@@ -7,9 +7,11 @@ triangle–vertex and 30 edge–edge entries on average). Counting ranks costs �
 of c, the network 15 / 42 / 112 compare-exchanges for up to 32 / 64 / 128 (its index logic is checked in a numpy
 model of the warp, ``bitonic_model``, for every c up to 128, and up to 512 for ``bitonic512``:
 ``python benchmarks/rank_variants.py``). ``bitonic512``
-(session 31, not yet run on a GPU) extends the network to lists of up to 512 entries, 16 a lane in registers (the
-N = 1024 fold's edge–edge lists reached 534; lists over 128 are ranked by counting in clothsim); its PTX for sm_90
-holds no local memory. Each variant's output is checked entry for entry against clothsim's. H200, session 30 (``results/detect_variants_h200_s30_rank.*``,
+(session 31) extends the network to lists of up to 512 entries, 16 a lane in registers (the N = 1024 fold's
+edge–edge lists reached 534; lists over 128 are ranked by counting in clothsim); its PTX for sm_90 holds no local
+memory. Session 32 (H200, the same network swapped into clothsim's kernel, ``results/detect_variants_h200_s32_rank_bitonic512.*``):
+slower than clothsim's at every size, even on short lists (N = 1024 edge–edge 0.748 → 1.691 ms a launch, N = 256
+0.055 → 0.096), so clothsim keeps the 128-entry network. Each variant's output is checked entry for entry against clothsim's. H200, session 30 (``results/detect_variants_h200_s30_rank.*``,
 before the network was taken up, named ``bitonic`` there and the counting one ``warp``): N = 256 edge–edge 0.346 →
 0.316 ms, 8 lanes 0.994 ms, 16 lanes 0.515 ms.
 """

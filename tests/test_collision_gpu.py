@@ -149,15 +149,16 @@ def test_unordered_lists_runs_differ_by_rounding(device, folded_cloth):
 
 
 def test_warp_rank_lists_equal_the_insertion_sort():
-    """CUDA's list finish (rank_lists_warp_kernel: a warp a list, entries compared through shuffles) against
-    the CPU's insertion sort on the same appended lists: every length from empty to past the capacity (an
-    overflow, recorded with the length needed), across the 32-entry chunk edges (31, 32, 33, 64, 65), entries
-    distinct within a list, in random order and spread over the int32 range. Same counts, entries and order,
-    same overflow record."""
+    """CUDA's list finish (rank_lists_warp_kernel: a warp a list, sorted by the bitonic network in registers up
+    to 128 entries, ranked by counting through shuffles above that) against the CPU's insertion sort
+    on the same appended lists: every length from empty to past the capacity (an overflow, recorded with the
+    length needed), across the 32-entry chunks and the network's limit (31, 32, 33, 64, 65, 128, 129, 256,
+    257, 512, 513), entries distinct within a list, in random order and spread over the int32 range. Same counts,
+    entries and order, same overflow record."""
     from clothsim.collision.contact_lists import finish_lists_kernel, rank_lists_warp_kernel
 
     rng = np.random.default_rng(5)
-    cap, lists = 70, 300
+    cap, lists = 530, 700
     need = rng.integers(0, cap + 6, lists).astype(np.int32)
     need[:cap + 2] = np.arange(cap + 2)
     items = np.zeros((lists, cap), np.int32)
