@@ -87,6 +87,10 @@ class ClothsimRunner:
     def positions(self):
         return self.sim.positions()
 
+    def set_positions(self, x):
+        """Move the start (after reset(); velocities stay zero)."""
+        self.sim.set_positions(np.asarray(x, dtype=np.float32))
+
     def sync(self):
         _sync(self.device)
 
@@ -124,6 +128,10 @@ class NewtonRunner:
     def positions(self):
         return self.cloth.positions()
 
+    def set_positions(self, x):
+        """Move the start (after reset(); velocities stay zero)."""
+        self.cloth.set_positions(x)
+
     def contact_report(self):
         """Newton's self-contact lists since the last reset: longest, buffer, pairs dropped (or None)."""
         return self.cloth.contact_report()
@@ -132,15 +140,15 @@ class NewtonRunner:
         self.cloth.synchronize()
 
 
-def trajectory(runner, iterations: int, frames: int, perturb: float = 0.0):
+def trajectory(runner, iterations: int, frames: int, perturb: float = 0.0, seed: int = SENSITIVITY_SEED):
     """Final positions after `frames` frames from the start (one untimed run); ``perturb`` > 0 moves every
-    start position by that much times a seeded standard normal first (the sensitivity floor)."""
+    start position by that much times a standard normal drawn from ``seed`` first (the sensitivity floor)."""
     runner.build(iterations)
     runner.reset()
     if perturb > 0.0:
         x0 = np.asarray(runner.positions(), dtype=np.float64)
-        noise = np.random.default_rng(SENSITIVITY_SEED).standard_normal(x0.shape)
-        runner.sim.set_positions((x0 + perturb * noise).astype(np.float32))
+        noise = np.random.default_rng(seed).standard_normal(x0.shape)
+        runner.set_positions(x0 + perturb * noise)
     for _ in range(frames):
         runner.step()
     runner.sync()

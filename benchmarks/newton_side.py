@@ -500,6 +500,15 @@ class NewtonCloth:
             self.watch_dropped.zero_()
         self.wp.synchronize_device(self.device)
 
+    def set_positions(self, x):
+        """Particle positions of both state buffers (after reset(): a moved start, velocities zero)."""
+        x = np.asarray(x, dtype=np.float32)
+        if x.shape != (self.state_0.particle_q.shape[0], 3):
+            raise ValueError(f"set_positions: shape {x.shape}, the cloth has {self.state_0.particle_q.shape[0]} particles")
+        for s in (self.state_0, self.state_1):
+            s.particle_q.assign(x)
+        self.wp.synchronize_device(self.device)
+
     def step(self, frames: int = 1):
         for _ in range(frames):
             if self.graph is not None:

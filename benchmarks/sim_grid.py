@@ -224,6 +224,8 @@ def point_cache_path(a, scene, solver: str, frames: int, timed: int, iterations:
            "refs": [_digest(_solver_key(a, scene, r, frames)) for r in ("clothsim", "newton")]}
     if a.warmup_frames is not None:  # only when set, so that earlier points keep their names
         key["warmup_frames"] = a.warmup_frames
+    if getattr(a, "error_starts", 1) > 1:  # likewise
+        key["error_starts"] = a.error_starts
     if solver != "newton" and getattr(a, "deterministic", None) is not None:  # likewise; the references do not
         key["deterministic"] = a.deterministic  # depend on it (converged), the timed points do
     return Path(a.ref_cache) / f"point_{scene.kind}_N{scene.n}_{solver}_k{iterations}_f{frames}_{_digest(key)}.json"
@@ -287,6 +289,13 @@ def parse_args(argv=None):
                     help=f"also run clothsim's reference from start positions moved by {SENSITIVITY_M:g} m (seeded) "
                     "and print how far from the reference it ends: the floor below which errors measure chaos, "
                     "not accuracy (the fold buckles: a small change grows)")
+    ap.add_argument("--error-starts", type=int, default=1, metavar="K",
+                    help="each sweep point's errors are the mean over K error runs of each solver: from the start and "
+                    f"from K - 1 starts moved by {SENSITIVITY_M:g} m (seeds 1 ... K - 1), its intersections the most "
+                    "any of them ends with. In the fold's pile a few-iteration run's end moves by millimetres under "
+                    "such a rounding-sized change (benchmarks/fold_spread.py), more than the error differences "
+                    "between sweep points; the mean is the error a run can be expected to have (default 1: the "
+                    "unmoved start alone)")
     ap.add_argument("--references-only", action="store_true",
                     help="compute (or load) the references and the same-physics check, skip the sweep; with "
                     "--ref-cache this splits a long comparison over two runs")
@@ -357,6 +366,8 @@ def parse_args(argv=None):
                     f"this; default {FOLD_OVER_FACE} = off)")
     ap.add_argument("--json", default="out/bench/sim_grid.json")
     a = ap.parse_args(argv)
+    if a.error_starts < 1:
+        ap.error(f"--error-starts {a.error_starts}: at least 1 (the unmoved start)")
     cuda = a.device.startswith("cuda")
     a.sizes = [int(s) for s in (a.sizes or ("64,128,256,512,1024" if cuda else "32,64")).split(",") if s]
     a.compare_sizes = [int(s) for s in a.compare_sizes.split(",")] if a.compare_sizes else a.sizes
@@ -403,7 +414,8 @@ def compare_case(cs, scene, mat, a, log, runners=None, progress=None):
     # time per frame over the whole case (the fold's --fold-frames, its pile-up included) even when the error
     # is taken earlier (--compare-frames)
     timed = max(frames, a.fold_frames) if scene.kind == "fold" else frames
-    out = {"frames": frames, "timed_frames": min(timed, a.frames), "ref_iterations": a.ref_iterations, "sweep": {}}
+    out = {"frames": frames, "timed_frames": min(timed, a.frames), "ref_iterations": a.ref_iterations, "sweep": {},
+           "error_starts": a.error_starts}
     progress = progress or (lambda _out: None)
     refs = {}
     for name, r in runners.items():
@@ -460,19 +472,32 @@ def compare_case(cs, scene, mat, a, log, runners=None, progress=None):
             else:
                 x = trajectory(r, k, frames)
                 rep = contact_report(r)  # of the error run (timing() resets it)
+                moved = [trajectory(r, k, frames, perturb=SENSITIVITY_M, seed=seed) for seed in range(1, a.error_starts)]
                 tm = timing(r, k, min(timed, a.frames), a.runs, warmup=a.warmup_frames)
                 nint, _ = count_intersections(x, scene.triangles)
                 pts.append({"iterations": k, "ms_median": tm["ms_median"], "ms_p10": tm["ms_p10"],
                             "ms_p90": tm["ms_p90"], "err_vs_clothsim_ref": rms(x, refs["clothsim"]),
                             "err_vs_newton_ref": rms(x, refs["newton"]), "intersections": nint,
                             "folded": folded_fraction(x, scene.rest_uv, scene.edge)})
+                if moved:  # the mean over every start, each run's figures kept beside it
+                    runs = [x, *moved]
+                    for ref in ("clothsim", "newton"):
+                        errs = [rms(y, refs[ref]) for y in runs]
+                        pts[-1][f"err_vs_{ref}_ref_runs"] = errs
+                        pts[-1][f"err_vs_{ref}_ref"] = float(np.mean(errs))
+                    ints = [nint] + [count_intersections(y, scene.triangles)[0] for y in moved]
+                    pts[-1]["intersections_runs"] = ints
+                    pts[-1]["intersections"] = max(ints)
                 if rep is not None:
                     pts[-1]["newton_contacts"] = rep
                 if pcache is not None:
                     save_json(pcache, pts[-1])
             nint = pts[-1]["intersections"]
+            runs_err = pts[-1].get("err_vs_clothsim_ref_runs")
             log(f"  [{scene.kind} N={scene.n}] {name} it={k}: {pts[-1]['ms_median']:.1f} ms/frame, "
-                f"err {pts[-1]['err_vs_clothsim_ref']:.3e} m, intersections {nint}"
+                f"err {pts[-1]['err_vs_clothsim_ref']:.3e} m"
+                + (f" (mean of {len(runs_err)} starts: " + ", ".join(f"{e:.3e}" for e in runs_err) + ")"
+                   if runs_err else "") + f", intersections {nint}"
                 + (f"; {describe_contacts(pts[-1]['newton_contacts'])}" if "newton_contacts" in pts[-1] else ""))
             progress(out)
     out.update(reach_tables(out["sweep"]))
