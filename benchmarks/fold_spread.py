@@ -40,7 +40,7 @@ def spread_of(runner, scene, iterations, a, log):
     t0 = time.perf_counter()
     x = run(runner, iterations, a.frames, 0.0, 0)
     dists = [sg.rms(run(runner, iterations, a.frames, a.perturbation, 1 + s), x) for s in range(a.seeds)]
-    row = {"iterations": iterations, "spread_m": dists, "spread_median_m": statistics.median(dists) if dists else None,
+    row = {"iterations": iterations, "spread_m": dists, "spread_median_m": statistics.median(dists),
            "intersections": count_intersections(x, scene.triangles)[0],
            "folded": folded_fraction(x, scene.rest_uv, scene.edge)}
     log(f"  [{scene.kind} N={scene.n}] {iterations} it: spread "
