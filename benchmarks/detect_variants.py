@@ -8,7 +8,9 @@ the solver's own kernel (printed; a mismatch is flagged), so the table compares 
 Variants: ``prod`` (the solver's kernels), ``box`` (the same box query, pair test through a function),
 ``sphere`` / ``capsule`` (Warp's sphere and capsule BVH queries), ``packed`` (edge endpoints and their weld
 ids in one vec4i load), ``leafK`` (BVH leaves of K primitives), ``cubql`` (Warp's cuBQL constructor),
-``tiled`` (a block of 32 threads traverses one query together: ``wp.tile_bvh_query_aabb``). ``detect``: the
+``tiled`` (a block of 32 threads traverses one query together: ``wp.tile_bvh_query_aabb``). Session 33:
+``prod_untiled`` / ``ordered_untiled`` (the solver's one-thread-a-query path, the CPU's, run on CUDA) and
+``thread_append`` (the grouped search's test and appends with one thread a vertex, as Newton queries). ``detect``: the
 whole detection with its lists put in order (``ordered``) and left in their appends' order (``unordered``,
 ``Simulator(deterministic=False)``; timed last, it reallocates the lists).
 
@@ -187,6 +189,25 @@ def ee_tiled(bvh: wp.uint64, points: wp.array(dtype=wp.vec3), edges: wp.array2d(
             d, j0, j1 = edge_pair_distance(e, f, wp.vec4i(i0, i1, weld[i0], weld[i1]), p0, p1, points, packed, rest,
                                            panel, rr)
             ee_record(e, f, d, r, cap, count, items)
+
+
+@wp.kernel(module="unique", enable_backward=False)
+def vt_thread_append(bvh: wp.uint64, points: wp.array(dtype=wp.vec3), tri_info: wp.array(dtype=wp.vec4i),
+                     tri_weld: wp.array(dtype=wp.vec4i), weld: wp.array(dtype=wp.int32), rest: wp.array(dtype=wp.vec3),
+                     panel: wp.array(dtype=wp.int32), rr: float, r: float, over_face_cos: float, cap: int, tv_cap: int,
+                     vt_count: wp.array(dtype=wp.int32), vt_append: wp.array(dtype=wp.int32),
+                     min_dist: wp.array(dtype=float), tv_count: wp.array(dtype=wp.int32),
+                     tv_append: wp.array(dtype=wp.int32)):
+    """Session 33: clothsim's grouped search's test and appends (both lists, min_dist) with one thread a vertex
+    and its own traversal, as Newton's ``vertex_triangle_collision_detection_kernel`` runs its query."""
+    v = wp.tid()
+    p = points[v]
+    wv = weld[v]
+    q = wp.bvh_query_aabb(bvh, p - wp.vec3(r), p + wp.vec3(r))
+    t = int(0)
+    while wp.bvh_query_next(q, t):
+        det_kernels.vertex_triangle_append(v, p, wv, t, points, tri_info, tri_weld, rest, panel, rr, r, over_face_cos,
+                                           cap, vt_count, vt_append, min_dist, tv_cap, tv_count, tv_append)
 
 
 @wp.kernel
@@ -469,9 +490,28 @@ def run_size(cs, a, n):
                 det.grouped = grouped
         return run
 
+    def untiled(fn):  # the solver's CPU path on CUDA: one thread a query (vertex lists inverted by a scatter)
+        def run():
+            tiled, det.tiled = det.tiled, False
+            try:
+                fn()
+            finally:
+                det.tiled = tiled
+        return run
+
+    def vt_thread():  # session 33: the grouped search's appends, one thread a vertex, into the unranked lists
+        det.vt_count.zero_()
+        det.tv_count.zero_()
+        wp.launch(vt_thread_append, dim=nv,
+                  inputs=[tb.id, det.points, det.tri_info, det.tri_weld, det.weld, det.rest, det.panel, rr, r, 0.0,
+                          det.vt_capacity, det.tv_capacity],
+                  outputs=[det.vt_count, det.vt_append, det.min_dist, det.tv_count, det.tv_append], block_dim=bd_v,
+                  device=dev)
+
     eb, tb = bvhs["own"]
     variants = [("ee", "prod", prod_ee, lambda: int(det.ee_count.numpy().sum())),
-                ("ee", "prod_per_edge", per_primitive(prod_ee), lambda: int(det.ee_count.numpy().sum()))]
+                ("ee", "prod_per_edge", per_primitive(prod_ee), lambda: int(det.ee_count.numpy().sum())),
+                ("ee", "prod_untiled", untiled(prod_ee), lambda: int(det.ee_count.numpy().sum()))]
     pairs_e = lambda: int(count_e.numpy().sum())  # noqa: E731
     pairs_v = lambda: int(count_v.numpy().sum())  # noqa: E731
     if det.tiled:
@@ -488,8 +528,10 @@ def run_size(cs, a, n):
                      for b in (16, 32, 64)]
     variants += [("vt", "prod", prod_vt, lambda: int(det.vt_count.numpy().sum())),
                  ("vt", "prod_per_vertex", per_primitive(prod_vt), lambda: int(det.vt_count.numpy().sum())),
+                 ("vt", "prod_untiled", untiled(prod_vt), lambda: int(det.vt_count.numpy().sum())),
                  ("vt", "box", vt(vt_box, tb), pairs_v), ("vt", "sphere", vt(vt_sphere, tb), pairs_v)]
     variants += [("vt", name, vt(vt_box, bvhs[name][1]), pairs_v) for name in ("leaf2", "leaf4", "cubql") if name in bvhs]
+    variants.append(("vt", "thread_append", vt_thread, lambda: int(det.vt_count.numpy().sum())))
     if dev.is_cuda or TILED_ON_CPU:
         variants.append(("vt", "tiled", vt(vt_tiled, tb, tiled=True), pairs_v))
         variants += [("vt", f"tiled_packed{b}", vt(vt_tiled_packed, tb, tiled=True, args=packed_v, block=b), pairs_v)
@@ -580,7 +622,8 @@ def run_size(cs, a, n):
     same = all(np.array_equal(x, y) for x, y in zip(*lists))
     print(f"  N = {n} lists of the grouped and the per-primitive search identical: {same}", flush=True)
     variants = [("detect", "ordered", detect, pairs_both),
-                ("detect", "ordered_per_primitive", per_primitive(detect), pairs_both)] + variants
+                ("detect", "ordered_per_primitive", per_primitive(detect), pairs_both),
+                ("detect", "ordered_untiled", untiled(detect), pairs_both)] + variants
     variants.append(("detect", "unordered", unordered, pairs_both))  # last: it reallocates the lists
     if a.only:
         only = a.only.split(",")
