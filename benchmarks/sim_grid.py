@@ -351,6 +351,13 @@ def parse_args(argv=None):
                     help="CUDA: threads per vertex of the solve with contact pairs (clothsim.solver.vbd.CONTACT_LANES)")
     ap.add_argument("--elastic-lanes", type=int, choices=[16, 32], default=None,
                     help="CUDA: threads per vertex of the solve without contact pairs (clothsim.solver.vbd.ELASTIC_LANES)")
+    ap.add_argument("--contact-min", choices=["primitive", "vertex"], default=None,
+                    help="CUDA's self-contact searches: lower one minimum a triangle or edge a pair, gathered to the "
+                    "vertices (primitive, the default since session 33) or each corner's (vertex: "
+                    "clothsim.collision.self_contact.PRIMITIVE_MIN)")
+    ap.add_argument("--vt-thread-min-vertices", type=int, default=None,
+                    help="CUDA: meshes of at least this many vertices search vertex-triangle pairs with one thread a "
+                    "vertex (clothsim.collision.self_contact.VT_THREAD_MIN_VERTICES; default 524288)")
     ap.add_argument("--self-contact-bound", type=float, default=None,
                     help="clothsim's Simulator(self_contact_bound=...) with self collision: the fraction of its distance "
                     "to the nearest primitive a vertex may move a substep, which also caps its speed (default: "
@@ -383,10 +390,16 @@ def apply_launch_options(a):
     returns that module."""
     from clothsim.solver import vbd as _vbd
 
+    from clothsim.collision import self_contact as _sc
+
     for opt, name in (("tile_max_vertices", "TILE_MAX_VERTICES"), ("tile_max_contact_vertices", "TILE_MAX_CONTACT_VERTICES"),
                       ("block_dim", "BLOCK_DIM"), ("contact_lanes", "CONTACT_LANES"), ("elastic_lanes", "ELASTIC_LANES")):
         if getattr(a, opt, None) is not None:
             setattr(_vbd, name, getattr(a, opt))
+    if getattr(a, "contact_min", None) is not None:
+        _sc.PRIMITIVE_MIN = a.contact_min == "primitive"
+    if getattr(a, "vt_thread_min_vertices", None) is not None:
+        _sc.VT_THREAD_MIN_VERTICES = a.vt_thread_min_vertices
     return _vbd
 
 
@@ -515,6 +528,7 @@ def main(argv=None):
 
     mat = material_from(a)
     _vbd = apply_launch_options(a)
+    from clothsim.collision import self_contact as _sc
     have_newton, newton_info = newton_available()
     if a.compare == "newton" and not have_newton:
         print(f"--compare newton: the 'newton' package is not importable here ({newton_info}); install it "
@@ -530,7 +544,8 @@ def main(argv=None):
                "membrane_hessian": a.membrane_hessian, "tile_max_vertices": _vbd.TILE_MAX_VERTICES,
                "tile_max_contact_vertices": _vbd.TILE_MAX_CONTACT_VERTICES,
                "block_dim": _vbd.BLOCK_DIM, "cpu_threads": a.cpu_threads, "contact_lanes": _vbd.CONTACT_LANES,
-               "elastic_lanes": _vbd.ELASTIC_LANES,
+               "elastic_lanes": _vbd.ELASTIC_LANES, "contact_min": "primitive" if _sc.PRIMITIVE_MIN else "vertex",
+               "vt_thread_min_vertices": _sc.VT_THREAD_MIN_VERTICES,
                "cases": [], "comparisons": []}
     out = Path(a.json)
     for kind in kinds:
