@@ -10,7 +10,11 @@ Variants: ``prod`` (the solver's kernels), ``box`` (the same box query, pair tes
 ids in one vec4i load), ``leafK`` (BVH leaves of K primitives), ``cubql`` (Warp's cuBQL constructor),
 ``tiled`` (a block of 32 threads traverses one query together: ``wp.tile_bvh_query_aabb``). Session 33:
 ``prod_untiled`` / ``ordered_untiled`` (the solver's one-thread-a-query path, the CPU's, run on CUDA) and
-``thread_append`` (the grouped search's test and appends with one thread a vertex, as Newton queries). ``detect``: the
+``thread_append`` (the grouped search's test and appends with one thread a vertex, as Newton queries); with
+clothsim's one-thread searches for large meshes (``SelfContactDetector.vt_threads`` / ``ee_threads``, from
+``VT_THREAD_MIN_VERTICES`` / ``EE_THREAD_MIN_EDGES``): ``prod_grouped`` / ``ordered_grouped`` with both off (the
+search before), ``prod_vt_threads`` / ``prod_ee_threads`` / ``ordered_threads`` with them on; the run checks that
+the default gives the same list entries and ``min_dist`` bit for bit as the grouped search. ``detect``: the
 whole detection with its lists put in order (``ordered``) and left in their appends' order (``unordered``,
 ``Simulator(deterministic=False)``; timed last, it reallocates the lists).
 
@@ -196,12 +200,10 @@ def vt_thread_append(bvh: wp.uint64, points: wp.array(dtype=wp.vec3), tri_info: 
                      tri_weld: wp.array(dtype=wp.vec4i), weld: wp.array(dtype=wp.int32), rest: wp.array(dtype=wp.vec3),
                      panel: wp.array(dtype=wp.int32), rr: float, r: float, over_face_cos: float, cap: int, tv_cap: int,
                      vt_count: wp.array(dtype=wp.int32), vt_append: wp.array(dtype=wp.int32),
-                     min_dist: wp.array(dtype=float), tri_min: wp.array(dtype=float), tv_count: wp.array(dtype=wp.int32),
+                     min_dist: wp.array(dtype=float), tv_count: wp.array(dtype=wp.int32),
                      tv_append: wp.array(dtype=wp.int32)):
-    """Session 33: clothsim's grouped search's test and appends (both lists, min_dist of v and of the corners, the
-    way before primitive minima) with one thread a vertex and its own traversal, as Newton's
-    ``vertex_triangle_collision_detection_kernel`` runs its query (measured before clothsim took it up as
-    ``vertex_triangle_thread_kernel``: ``prod_vt_threads``)."""
+    """Session 33: clothsim's grouped search's test and appends (both lists, min_dist) with one thread a vertex
+    and its own traversal, as Newton's ``vertex_triangle_collision_detection_kernel`` runs its query."""
     v = wp.tid()
     p = points[v]
     wv = weld[v]
@@ -209,7 +211,7 @@ def vt_thread_append(bvh: wp.uint64, points: wp.array(dtype=wp.vec3), tri_info: 
     t = int(0)
     while wp.bvh_query_next(q, t):
         det_kernels.vertex_triangle_append(v, p, wv, t, points, tri_info, tri_weld, rest, panel, rr, r, over_face_cos,
-                                           cap, vt_count, vt_append, min_dist, 0, tri_min, tv_cap, tv_count, tv_append)
+                                           cap, vt_count, vt_append, min_dist, tv_cap, tv_count, tv_append)
 
 
 @wp.kernel
@@ -474,10 +476,8 @@ def run_size(cs, a, n):
         det.ee_count.zero_()
         if det.tiled:
             wp.launch_tiled(det_kernels.edge_edge_tiled_kernel, dim=[ne],
-                            inputs=[det.edge_bvh.id, det.points, det.edge_info, det.rest, det.panel, rr, r, det.ee_capacity,
-                                    int(det.primitive_min)],
-                            outputs=[det.ee_count, det.ee_append, det.min_dist, det.edge_min],
-                            block_dim=det_kernels.TILE_LANES, device=dev)
+                            inputs=[det.edge_bvh.id, det.points, det.edge_info, det.rest, det.panel, rr, r, det.ee_capacity],
+                            outputs=[det.ee_count, det.ee_append, det.min_dist], block_dim=det_kernels.TILE_LANES, device=dev)
 
     def rank_ee(lanes):
         def fn():
@@ -521,15 +521,15 @@ def run_size(cs, a, n):
         wp.launch(vt_thread_append, dim=nv,
                   inputs=[tb.id, det.points, det.tri_info, det.tri_weld, det.weld, det.rest, det.panel, rr, r, 0.0,
                           det.vt_capacity, det.tv_capacity],
-                  outputs=[det.vt_count, det.vt_append, det.min_dist, det.tri_min, det.tv_count, det.tv_append],
-                  block_dim=bd_v,
+                  outputs=[det.vt_count, det.vt_append, det.min_dist, det.tv_count, det.tv_append], block_dim=bd_v,
                   device=dev)
 
     eb, tb = bvhs["own"]
     variants = [("ee", "prod", prod_ee, lambda: int(det.ee_count.numpy().sum())),
                 ("ee", "prod_per_edge", per_primitive(prod_ee), lambda: int(det.ee_count.numpy().sum())),
                 ("ee", "prod_untiled", untiled(prod_ee), lambda: int(det.ee_count.numpy().sum())),
-                ("ee", "prod_vertexmin", with_attrs(prod_ee, primitive_min=False),
+                ("ee", "prod_grouped", with_attrs(prod_ee, ee_threads=False), lambda: int(det.ee_count.numpy().sum())),
+                ("ee", "prod_ee_threads", with_attrs(prod_ee, ee_threads=True),
                  lambda: int(det.ee_count.numpy().sum()))]
     pairs_e = lambda: int(count_e.numpy().sum())  # noqa: E731
     pairs_v = lambda: int(count_v.numpy().sum())  # noqa: E731
@@ -550,8 +550,6 @@ def run_size(cs, a, n):
                  ("vt", "prod_untiled", untiled(prod_vt), lambda: int(det.vt_count.numpy().sum())),
                  ("vt", "prod_grouped", with_attrs(prod_vt, vt_threads=False), lambda: int(det.vt_count.numpy().sum())),
                  ("vt", "prod_vt_threads", with_attrs(prod_vt, vt_threads=True), lambda: int(det.vt_count.numpy().sum())),
-                 ("vt", "prod_grouped_vertexmin", with_attrs(prod_vt, vt_threads=False, primitive_min=False),
-                  lambda: int(det.vt_count.numpy().sum())),
                  ("vt", "box", vt(vt_box, tb), pairs_v), ("vt", "sphere", vt(vt_sphere, tb), pairs_v)]
     variants += [("vt", name, vt(vt_box, bvhs[name][1]), pairs_v) for name in ("leaf2", "leaf4", "cubql") if name in bvhs]
     variants.append(("vt", "thread_append", vt_thread, lambda: int(det.vt_count.numpy().sum())))
@@ -578,13 +576,12 @@ def run_size(cs, a, n):
             oe = wp.array(group_order(mid, zeros_e, g), dtype=wp.int32, device=dev)
             ov = wp.array(group_order(rest_np, zeros_v, g), dtype=wp.int32, device=dev)
 
-            def ee_g(oe=oe, g=g, prim=1):  # clothsim's kernel with groups of g, into the detector's unranked lists
+            def ee_g(oe=oe, g=g):  # clothsim's kernel with groups of g, into the detector's unranked lists
                 det.ee_count.zero_()
                 wp.launch_tiled(det_kernels.edge_edge_group_kernel, dim=[oe.shape[0] // g],
                                 inputs=[eb.id, det.points, det.edge_lowers, det.edge_uppers, oe, g, lanes,
-                                        det.edge_info, det.rest, det.panel, rr, r, det.ee_capacity, prim],
-                                outputs=[det.ee_count, det.ee_append, det.min_dist, det.edge_min], block_dim=TILE,
-                                device=dev)
+                                        det.edge_info, det.rest, det.panel, rr, r, det.ee_capacity],
+                                outputs=[det.ee_count, det.ee_append, det.min_dist], block_dim=TILE, device=dev)
 
             def vt_g(ov=ov, g=g):
                 det.vt_count.zero_()
@@ -592,9 +589,8 @@ def run_size(cs, a, n):
                 wp.launch_tiled(det_kernels.vertex_triangle_group_kernel, dim=[ov.shape[0] // g],
                                 inputs=[tb.id, det.points, det.triangle_lowers, det.triangle_uppers, ov, g, lanes,
                                         det.tri_info, det.tri_weld, det.weld, det.rest, det.panel, rr, r, 0.0,
-                                        det.vt_capacity, det.tv_capacity, 1],
-                                outputs=[det.vt_count, det.vt_append, det.min_dist, det.tri_min, det.tv_count,
-                                         det.tv_append],
+                                        det.vt_capacity, det.tv_capacity],
+                                outputs=[det.vt_count, det.vt_append, det.min_dist, det.tv_count, det.tv_append],
                                 block_dim=TILE, device=dev)
 
             variants.append(("ee", f"group{g}", ee_g, lambda: int(det.ee_count.numpy().sum())))
@@ -607,9 +603,9 @@ def run_size(cs, a, n):
                                             det.edge_info, det.rest, det.panel, rr, r, det.ee_capacity],
                                     outputs=[det.ee_count, det.ee_append, det.min_dist], block_dim=TILE, device=dev)
 
-                def ee_int(oe=oe, g=g):  # group8 with min_dist reset likewise (each endpoint's, as the float one)
+                def ee_int(oe=oe, g=g):  # group8 with min_dist reset likewise
                     det.min_dist.fill_(r)
-                    ee_g(oe, g, prim=0)
+                    ee_g(oe, g)
 
                 kept = {}
 
@@ -646,26 +642,23 @@ def run_size(cs, a, n):
                                                      det.ee_count, det.ee_edge, det.min_dist)])
     same = all(np.array_equal(x, y) for x, y in zip(*lists))
     print(f"  N = {n} lists of the grouped and the per-primitive search identical: {same}", flush=True)
-    # session 33: the default (primitive minima; one thread a vertex from VT_THREAD_MIN_VERTICES) against the
-    # search before it (grouped, each corner's min_dist): min_dist bit for bit, every list the same entries
-    old_way = with_attrs(detect, vt_threads=False, primitive_min=False)
+    # session 33: the default (one thread a query from VT_THREAD_MIN_VERTICES / EE_THREAD_MIN_EDGES) against the
+    # grouped search: min_dist bit for bit, every list the same entries (a one-thread vt list is in BVH order)
     views = []
-    for fn in (detect, old_way):
+    for fn in (detect, with_attrs(detect, vt_threads=False, ee_threads=False)):
         fn()
         views.append(det.lists_numpy())
     same_min = bool(np.array_equal(views[0]["min_dist"], views[1]["min_dist"]))
     same_sets = all(np.array_equal(np.sort(x), np.sort(y)) for k in ("vt", "tv", "ee")
                     for x, y in zip(views[0][k], views[1][k]))
-    print(f"  N = {n} vt_threads {det.vt_threads}: min_dist bit-identical to the corners' atomics: {same_min}; "
-          f"the same list entries: {same_sets}", flush=True)
+    print(f"  N = {n} vt_threads {det.vt_threads}, ee_threads {det.ee_threads}: against the grouped search min_dist "
+          f"bit-identical: {same_min}; the same list entries: {same_sets}", flush=True)
     same = same and same_min and same_sets
     variants = [("detect", "ordered", detect, pairs_both),
                 ("detect", "ordered_per_primitive", per_primitive(detect), pairs_both),
                 ("detect", "ordered_untiled", untiled(detect), pairs_both),
-                ("detect", "ordered_grouped_vt", with_attrs(detect, vt_threads=False), pairs_both),
-                ("detect", "ordered_vt_threads", with_attrs(detect, vt_threads=True), pairs_both),
-                ("detect", "ordered_vertexmin", with_attrs(detect, vt_threads=False, primitive_min=False),
-                 pairs_both)] + variants
+                ("detect", "ordered_grouped", with_attrs(detect, vt_threads=False, ee_threads=False), pairs_both),
+                ("detect", "ordered_threads", with_attrs(detect, vt_threads=True, ee_threads=True), pairs_both)] + variants
     variants.append(("detect", "unordered", unordered, pairs_both))  # last: it reallocates the lists
     if a.only:
         only = a.only.split(",")

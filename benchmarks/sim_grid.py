@@ -351,13 +351,12 @@ def parse_args(argv=None):
                     help="CUDA: threads per vertex of the solve with contact pairs (clothsim.solver.vbd.CONTACT_LANES)")
     ap.add_argument("--elastic-lanes", type=int, choices=[16, 32], default=None,
                     help="CUDA: threads per vertex of the solve without contact pairs (clothsim.solver.vbd.ELASTIC_LANES)")
-    ap.add_argument("--contact-min", choices=["primitive", "vertex"], default=None,
-                    help="CUDA's self-contact searches: lower one minimum a triangle or edge a pair, gathered to the "
-                    "vertices (primitive, the default since session 33) or each corner's (vertex: "
-                    "clothsim.collision.self_contact.PRIMITIVE_MIN)")
     ap.add_argument("--vt-thread-min-vertices", type=int, default=None,
                     help="CUDA: meshes of at least this many vertices search vertex-triangle pairs with one thread a "
                     "vertex (clothsim.collision.self_contact.VT_THREAD_MIN_VERTICES; default 524288)")
+    ap.add_argument("--ee-thread-min-edges", type=int, default=None,
+                    help="CUDA: meshes of at least this many edges search edge-edge pairs with one thread an edge "
+                    "(clothsim.collision.self_contact.EE_THREAD_MIN_EDGES; default 524288)")
     ap.add_argument("--self-contact-bound", type=float, default=None,
                     help="clothsim's Simulator(self_contact_bound=...) with self collision: the fraction of its distance "
                     "to the nearest primitive a vertex may move a substep, which also caps its speed (default: "
@@ -396,10 +395,9 @@ def apply_launch_options(a):
                       ("block_dim", "BLOCK_DIM"), ("contact_lanes", "CONTACT_LANES"), ("elastic_lanes", "ELASTIC_LANES")):
         if getattr(a, opt, None) is not None:
             setattr(_vbd, name, getattr(a, opt))
-    if getattr(a, "contact_min", None) is not None:
-        _sc.PRIMITIVE_MIN = a.contact_min == "primitive"
-    if getattr(a, "vt_thread_min_vertices", None) is not None:
-        _sc.VT_THREAD_MIN_VERTICES = a.vt_thread_min_vertices
+    for opt, name in (("vt_thread_min_vertices", "VT_THREAD_MIN_VERTICES"), ("ee_thread_min_edges", "EE_THREAD_MIN_EDGES")):
+        if getattr(a, opt, None) is not None:
+            setattr(_sc, name, getattr(a, opt))
     return _vbd
 
 
@@ -544,8 +542,8 @@ def main(argv=None):
                "membrane_hessian": a.membrane_hessian, "tile_max_vertices": _vbd.TILE_MAX_VERTICES,
                "tile_max_contact_vertices": _vbd.TILE_MAX_CONTACT_VERTICES,
                "block_dim": _vbd.BLOCK_DIM, "cpu_threads": a.cpu_threads, "contact_lanes": _vbd.CONTACT_LANES,
-               "elastic_lanes": _vbd.ELASTIC_LANES, "contact_min": "primitive" if _sc.PRIMITIVE_MIN else "vertex",
-               "vt_thread_min_vertices": _sc.VT_THREAD_MIN_VERTICES,
+               "elastic_lanes": _vbd.ELASTIC_LANES, "vt_thread_min_vertices": _sc.VT_THREAD_MIN_VERTICES,
+               "ee_thread_min_edges": _sc.EE_THREAD_MIN_EDGES,
                "cases": [], "comparisons": []}
     out = Path(a.json)
     for kind in kinds:

@@ -282,22 +282,21 @@ def test_tiled_search_gives_the_same_lists(cloth, device, rest_radius, over_face
     crumpled cloth, also with the lists left unordered (``ordered=False``). The
     same lists (the one-thread vertex-triangle lists are in BVH order, the ordered tiled ones sorted, the unordered
     ones in their appends' order), the same min_dist bit for bit and the same overflow record; with capacity 3
-    every kind of list overflows. The same again with the grouped searches lowering each corner's min_dist
-    (``primitive_min`` False, the way before session 33, where they lower one minimum a triangle or edge, gathered
-    to the vertices afterwards) and with the vertex-triangle search one thread a vertex (``vt_threads``: CUDA's for
-    large meshes), alone and beside the grouped edge-edge search."""
+    every kind of list overflows. The same again with the searches one thread a query written for CUDA's large
+    meshes (``vt_threads``, ``ee_threads``: vertex_triangle_thread_kernel, edge_edge_thread_kernel), alone and
+    beside the grouped ones."""
     x, tris, edges, _ = cloth
     n = int(round(np.sqrt(len(x))))
     u, v = np.meshgrid(np.linspace(0, 1, n), np.linspace(0, 1, n), indexing="ij")
     rest = np.stack([u, v, np.zeros_like(u)], -1).reshape(-1, 3)
     got = []
-    for tiled, grouped, ordered, prim, threads in (
-            (False, False, True, True, False), (True, False, True, True, False), (True, False, False, True, False),
-            (True, True, True, True, False), (True, True, False, True, False), (True, True, True, False, False),
-            (False, False, True, True, True), (True, True, True, True, True)):
+    for tiled, grouped, ordered, vt_threads, ee_threads in (
+            (False, False, True, False, False), (True, False, True, False, False), (True, False, False, False, False),
+            (True, True, True, False, False), (True, True, False, False, False), (False, False, True, True, True),
+            (True, True, True, True, False), (True, True, True, False, True)):
         det = SelfContactDetector(len(x), tris, edges, vertex_capacity=capacity, edge_capacity=capacity, device=device,
                                   positions=x, rest=rest, panel=np.zeros(len(x), np.int32), ordered=ordered)
-        det.tiled, det.grouped, det.primitive_min, det.vt_threads = tiled, grouped, prim, threads
+        det.tiled, det.grouped, det.vt_threads, det.ee_threads = tiled, grouped, vt_threads, ee_threads
         det.detect(wp.array(x, dtype=wp.vec3, device=device), R, rest_radius=rest_radius, over_face_cos=over_face)
         lists = det.lists_numpy()
         got.append((lists, int(det.overflow.numpy()[0]), det.required.numpy().tolist()))

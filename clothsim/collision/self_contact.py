@@ -57,7 +57,7 @@ from .contact_lists import (add_counts_kernel, clamp_lists_kernel, edge_edge_sca
 from .self_contact_kernels import (GROUP_SIZE, TILE_LANES, copy_points_kernel, edge_bounds_kernel,
                                    edge_edge_group_kernel, edge_edge_half_kernel, edge_edge_kernel,
                                    edge_edge_tiled_kernel, pack_edges_kernel, pack_triangles_kernel,
-                                   gather_min_kernel, triangle_bounds_kernel, vertex_triangle_group_kernel,
+                                   edge_edge_thread_kernel, triangle_bounds_kernel, vertex_triangle_group_kernel,
                                    vertex_triangle_kernel, vertex_triangle_thread_kernel, vertex_triangle_tiled_kernel)
 
 VT, TV, EE = 0, 1, 2
@@ -68,18 +68,14 @@ EE_CHUNKS_PER_THREAD = 8
 # edge-edge search at N = 64, 30 frames, 26.1 -> 23.4 ms in one thread, benchmarks/detect_variants.py; on the
 # H200 leaves of 2 or 4 were slower, 2.3 -> 3.0 ms at N = 128, so CUDA keeps 1)
 CPU_EDGE_LEAF = 4
-# the tiled and grouped searches (CUDA's) lower one minimum a pair, on the triangle (tri_min) or both edges
-# (edge_min), gathered to the vertices afterwards (gather_min_kernel), where they lowered each corner's and
-# endpoint's min_dist: four atomics a pair, many on the same vertices in a pile (session 33). A detector reads
-# this when it is made; False is the old way (benchmarks/sim_grid.py --contact-min vertex)
-PRIMITIVE_MIN = True
-# CUDA: meshes of at least this many vertices search vertex-triangle pairs with one thread a vertex
-# (vertex_triangle_thread_kernel), smaller ones with a block a group of vertices: with a million queries the
-# GPU is full without sharing a query between threads. H200, fold N = 1024 after 8 frames: 5.79 ms grouped
-# (unranked), 3.85 ms one thread a vertex (benchmarks/detect_variants.py, results/detect_variants_h200_s33_*);
-# at N = 256 in a pile one thread a query was 3x slower than a block a query (session 17). Read when a
-# detector is made (benchmarks/sim_grid.py --vt-thread-min-vertices)
+# CUDA: meshes of at least this many vertices (edges) search vertex-triangle (edge-edge) pairs with one thread a
+# query (vertex_triangle_thread_kernel, edge_edge_thread_kernel), smaller ones with a block a group of queries: with
+# hundreds of thousands of queries the GPU is full without sharing a query between threads. H200, the fold after 8
+# frames (benchmarks/detect_variants.py, results/detect_variants_h200_s33_*): vertex-triangle 6.02 -> 3.43 ms at
+# N = 1024, 0.90 / 0.93 ms at N = 512; at N = 256 in a pile one thread a query was 3x slower than a block a query
+# (session 17). Read when a detector is made (benchmarks/sim_grid.py --vt-thread-min-vertices, --ee-thread-min-edges)
 VT_THREAD_MIN_VERTICES = 1 << 19
+EE_THREAD_MIN_EDGES = 1 << 19
 
 
 # --------------------------------------------------------------------------------------
@@ -108,17 +104,6 @@ def group_order(x: np.ndarray, panel: np.ndarray, group: int = GROUP_SIZE) -> np
 
 # --------------------------------------------------------------------------------------
 # detector
-
-
-def _incidence(cells: np.ndarray, n: int, device):
-    """The cells (rows of vertex ids) holding each of n vertices, as offsets (n + 1,) and cell ids."""
-    flat = cells.reshape(-1).astype(np.int64)
-    order = np.argsort(flat, kind="stable")
-    start = np.zeros(n + 1, np.int32)
-    np.cumsum(np.bincount(flat, minlength=n)[:n], out=start[1:])
-    ids = (order // max(cells.shape[1], 1)).astype(np.int32)
-    return wp.array(start, dtype=wp.int32, device=device), wp.array(ids if len(ids) else np.zeros(1, np.int32),
-                                                                    dtype=wp.int32, device=device)
 
 
 class SelfContactDetector:
@@ -203,14 +188,9 @@ class SelfContactDetector:
         # too); the groups (vt_order, ee_order) are made by build() when grouped
         self.grouped = dev.is_cuda
         self.vt_order = self.ee_order = None
-        # vertex-triangle search with one thread a vertex (vertex_triangle_thread_kernel: large meshes on CUDA; a
-        # test may set it on the CPU), and the searches lowering a minimum a primitive, gathered to the vertices
+        # the searches with one thread a query on CUDA for large meshes (a test may set them on the CPU)
         self.vt_threads = dev.is_cuda and n >= VT_THREAD_MIN_VERTICES
-        self.primitive_min = bool(PRIMITIVE_MIN)
-        self.tri_min = wp.zeros(m, dtype=float, device=dev)
-        self.edge_min = wp.zeros(max(e, 1), dtype=float, device=dev)
-        self._vertex_tri_start, self._vertex_tris = _incidence(self.triangles.numpy().reshape(-1, 3), n, dev)
-        self._vertex_edge_start, self._vertex_edges = _incidence(self.edges.numpy().reshape(-1, 2), n, dev)
+        self.ee_threads = dev.is_cuda and e >= EE_THREAD_MIN_EDGES
         self.edge_info = wp.zeros(max(e, 1), dtype=wp.vec4i, device=dev)
         self.tri_info = wp.zeros(m, dtype=wp.vec4i, device=dev)
         self.tri_weld = wp.zeros(m, dtype=wp.vec4i, device=dev)
@@ -283,8 +263,7 @@ class SelfContactDetector:
             *((self.vt_append, self.tv_append, self.ee_append) if self.vt_append is not self.vt_tri else ()),
             *self._side_mins, *self._side_flags,
             self.edge_info, self.tri_info, self.tri_weld, self.vt_order, self.ee_order,
-            self.tri_min, self.edge_min, self._vertex_tri_start, self._vertex_tris, self._vertex_edge_start,
-            self._vertex_edges, *self._side_needs, self._half_edge, self._half_count, self._ee_need,
+            *self._side_needs, self._half_edge, self._half_count, self._ee_need,
         )  # fmt: skip
         return sum(a.capacity for a in arrays if a is not None)
 
@@ -297,7 +276,6 @@ class SelfContactDetector:
             "required",
             "vt_tri", "tv_vertex", "ee_edge", "vt_append", "tv_append", "ee_append", "triangles", "edges", "_half_edge",
             "edge_info", "tri_info", "tri_weld", "vt_order", "ee_order",
-            "tri_min", "edge_min", "_vertex_tri_start", "_vertex_tris", "_vertex_edge_start", "_vertex_edges",
             "_half_count", "_ee_need", "_chunk_launches",
         ):  # fmt: skip
             setattr(self, name, None)
@@ -412,9 +390,6 @@ class SelfContactDetector:
         # min_dist starts at the radius and every kernel lowers it by atomic min; the appended lists
         # start empty (memsets: capturable)
         self.min_dist.fill_(r)
-        if self._gathers():
-            self.tri_min.fill_(r)
-            self.edge_min.fill_(r)
         self.tv_count.zero_()
         self.tv_need.zero_()
         self.ee_count.zero_()
@@ -424,7 +399,6 @@ class SelfContactDetector:
                 return
             self._vertex_triangle_lists(filt, float(over_face_cos), flags)
             self._edge_edge_lists(filt, flags, self.min_dist)
-            self._gather_min()
             self._threads_ready = executor is not None
             return
         # CUDA: the two searches share nothing but min_dist (atomic min) and the overflow counters (atomic
@@ -435,18 +409,6 @@ class SelfContactDetector:
             self._edge_edge_lists(filt, flags, self.min_dist)
         self._vertex_triangle_lists(filt, float(over_face_cos), flags)
         main.wait_stream(self._side)
-        self._gather_min()
-
-    def _gathers(self) -> bool:
-        """Whether this detection's searches lower primitive minima (tri_min, edge_min) to be gathered."""
-        return self.primitive_min and (self.tiled or self.vt_threads)
-
-    def _gather_min(self):
-        if self._gathers():
-            wp.launch(gather_min_kernel, dim=self.vertex_count,
-                      inputs=[self.tri_min, self.edge_min, self._vertex_tri_start, self._vertex_tris,
-                              self._vertex_edge_start, self._vertex_edges],
-                      outputs=[self.min_dist], device=self.device)
 
     def _detect_threads(self, positions, rebuild, filt, over_face_cos, flags, executor, workers):
         """detect() on the CPU in this thread and ``workers`` of ``executor``'s (see detect()'s docstring)."""
@@ -492,7 +454,6 @@ class SelfContactDetector:
                   inputs=[self.ee_capacity, self._half_count, self._half_edge],
                   outputs=[self.ee_count, self.ee_edge, self._ee_need], device=dev)
         self._finish(self.ee_capacity, EE, self._ee_need, self.ee_count, self.ee_append, self.ee_edge, flags)
-        self._gather_min()
 
     def prepare_threads(self, workers: int):
         """CPU: allocate now what detect(executor=, workers=) needs (else its first threaded call does)."""
@@ -546,18 +507,17 @@ class SelfContactDetector:
 
     def _vertex_triangle_lists(self, filt, over_face_cos, flags):
         dev = self.device
-        prim = int(self.primitive_min)
         if self.vt_threads:  # one thread a vertex, its list in BVH order; appends to the triangles' lists
             wp.launch(vertex_triangle_thread_kernel, dim=self.vertex_count,
                       inputs=[self.triangle_bvh.id, self.points, self.tri_info, self.tri_weld, *filt, over_face_cos,
-                              self.vt_capacity, self.tv_capacity, prim],
-                      outputs=[self.vt_count, self.vt_tri, self.min_dist, self.tri_min, self.tv_count, self.tv_append,
-                               *flags], device=dev, block_dim=query_block_dim(dev, self.vertex_count))
+                              self.vt_capacity, self.tv_capacity],
+                      outputs=[self.vt_count, self.vt_tri, self.min_dist, self.tv_count, self.tv_append, *flags],
+                      device=dev, block_dim=query_block_dim(dev, self.vertex_count))
             self._finish(self.tv_capacity, TV, self.tv_count, self.tv_count, self.tv_append, self.tv_vertex, flags)
             return
         if self.tiled:  # appends to both sides' lists, put in order into vt_tri and tv_vertex
-            caps = [self.vt_capacity, self.tv_capacity, prim]
-            outputs = [self.vt_count, self.vt_append, self.min_dist, self.tri_min, self.tv_count, self.tv_append]
+            caps = [self.vt_capacity, self.tv_capacity]
+            outputs = [self.vt_count, self.vt_append, self.min_dist, self.tv_count, self.tv_append]
             self.vt_count.zero_()
             if self.grouped:  # a block a group of vertices (vertex_triangle_group_kernel)
                 if self.vt_order is None:  # grouped set after build() (a test on the CPU)
@@ -590,19 +550,20 @@ class SelfContactDetector:
         dev = self.device
         weld, rest, panel, rr, r = filt
         inputs = [self.edge_bvh.id, self.points, self.edge_info, rest, panel, rr, r, self.ee_capacity]
-        if self.tiled and self.grouped:  # a block a group of edges (edge_edge_group_kernel)
+        if self.ee_threads:  # one thread an edge, its tests written out (edge_edge_thread_kernel)
+            wp.launch(edge_edge_thread_kernel, dim=self.edge_count, inputs=inputs,
+                      outputs=[self.ee_count, self.ee_append, min_dist], device=dev,
+                      block_dim=query_block_dim(dev, self.edge_count))
+        elif self.tiled and self.grouped:  # a block a group of edges (edge_edge_group_kernel)
             if self.ee_order is None:
                 self._group_orders(self.points)
             wp.launch_tiled(edge_edge_group_kernel, dim=[self.ee_order.shape[0] // GROUP_SIZE],
                             inputs=[self.edge_bvh.id, self.points, self.edge_lowers, self.edge_uppers, self.ee_order,
-                                    GROUP_SIZE, self._lanes(), self.edge_info, rest, panel, rr, r, self.ee_capacity,
-                                    int(self.primitive_min)],
-                            outputs=[self.ee_count, self.ee_append, min_dist, self.edge_min], block_dim=TILE_LANES,
-                            device=dev)
+                                    GROUP_SIZE, self._lanes(), self.edge_info, rest, panel, rr, r, self.ee_capacity],
+                            outputs=[self.ee_count, self.ee_append, min_dist], block_dim=TILE_LANES, device=dev)
         elif self.tiled:  # a block an edge (edge_edge_tiled_kernel)
-            wp.launch_tiled(edge_edge_tiled_kernel, dim=[self.edge_count], inputs=[*inputs, int(self.primitive_min)],
-                            outputs=[self.ee_count, self.ee_append, min_dist, self.edge_min], block_dim=TILE_LANES,
-                            device=dev)
+            wp.launch_tiled(edge_edge_tiled_kernel, dim=[self.edge_count], inputs=inputs,
+                            outputs=[self.ee_count, self.ee_append, min_dist], block_dim=TILE_LANES, device=dev)
         else:
             wp.launch(edge_edge_kernel, dim=self.edge_count, inputs=inputs,
                       outputs=[self.ee_count, self.ee_append, min_dist], device=dev,

@@ -327,43 +327,6 @@ def pack_triangles_kernel(
     tri_weld[t] = wp.vec4i(weld[i0], weld[i1], weld[i2], 0)
 
 
-@wp.func
-def lower_triangle_min(prim_min: int, tri_min: wp.array(dtype=float), t: int, c: wp.vec4i, d: float,
-                       min_dist: wp.array(dtype=float)):
-    """A contact at distance d with triangle t (corners ``c``): with ``prim_min`` one atomic min on ``tri_min[t]``
-    (gathered to the corners afterwards by :func:`gather_min_kernel`), else one on each corner's ``min_dist``.
-    In a pile many pairs lower the same vertices, and those atomics wait on each other: one a pair where there
-    were three (session 33)."""
-    if prim_min != 0:
-        min_nonnegative(tri_min, t, d)
-    else:
-        min_nonnegative(min_dist, c[0], d)
-        min_nonnegative(min_dist, c[1], d)
-        min_nonnegative(min_dist, c[2], d)
-
-
-@wp.kernel
-def gather_min_kernel(
-    tri_min: wp.array(dtype=float),
-    edge_min: wp.array(dtype=float),
-    vertex_tri_start: wp.array(dtype=wp.int32),
-    vertex_tris: wp.array(dtype=wp.int32),
-    vertex_edge_start: wp.array(dtype=wp.int32),
-    vertex_edges: wp.array(dtype=wp.int32),
-    min_dist: wp.array(dtype=float),
-):
-    """Per vertex: ``min_dist`` lowered to the smallest ``tri_min`` of the triangles and ``edge_min`` of the
-    edges that hold it (the searches with ``prim_min`` lower those once a pair instead of each corner's
-    ``min_dist``): the same minimum, bit for bit, since a minimum does not depend on the order it is taken in."""
-    v = wp.tid()
-    m = min_dist[v]
-    for k in range(vertex_tri_start[v], vertex_tri_start[v + 1]):
-        m = wp.min(m, tri_min[vertex_tris[k]])
-    for k in range(vertex_edge_start[v], vertex_edge_start[v + 1]):
-        m = wp.min(m, edge_min[vertex_edges[k]])
-    min_dist[v] = m
-
-
 @wp.kernel(module="unique", enable_backward=False)  # launched with query_block_dim
 def vertex_triangle_thread_kernel(
     triangle_bvh: wp.uint64,
@@ -378,22 +341,20 @@ def vertex_triangle_thread_kernel(
     over_face_cos: float,
     capacity: int,
     tv_capacity: int,
-    prim_min: int,
     vt_count: wp.array(dtype=wp.int32),
     vt_tri: wp.array(dtype=wp.int32),
     min_dist: wp.array(dtype=float),
-    tri_min: wp.array(dtype=float),
     tv_count: wp.array(dtype=wp.int32),
     tv_append: wp.array(dtype=wp.int32),
     overflow: wp.array(dtype=wp.int32),
     required: wp.array(dtype=wp.int32),
 ):
-    """The vertex–triangle search with one thread a vertex on CUDA, for meshes large enough to fill the GPU
-    with one query a thread (``SelfContactDetector.vt_threads``): the grouped search's tests, v's list written
-    in BVH order straight into ``vt_tri`` (this thread owns it: no atomic, no ranking), each pair appended to
-    its triangle's list (``tv_count``, ranked afterwards) and lowering ``tri_min`` (``prim_min``) or the
-    corners' ``min_dist``. H200, fold N = 1024 after 8 frames (1.5 M pairs; ``benchmarks/detect_variants.py``):
-    the grouped search 5.79 ms unranked, this search's appends with one thread a vertex 3.85 ms."""
+    """The vertex–triangle search with one thread a vertex on CUDA, for meshes large enough to fill the GPU with
+    one query a thread (``SelfContactDetector.vt_threads``): the grouped search's tests, v's list written in BVH
+    order straight into ``vt_tri`` (this thread owns it: no atomic, no ranking), each pair appended to its
+    triangle's list (``tv_count``, ranked afterwards) and lowering ``min_dist`` of v and the corners. H200, fold
+    N = 1024 after 8 frames (1.5 M pairs; ``benchmarks/detect_variants.py``, session 33): 6.02 ms grouped
+    (ranked), 3.43 ms this way; at N = 512 0.90 and 0.93 ms."""
     v = wp.tid()
     p = points[v]
     wv = weld[v]
@@ -417,6 +378,7 @@ def vertex_triangle_thread_kernel(
             if rest_neighbour_triangle(v, c[0], c[1], c[2], rest, panel, rest_radius):
                 if over_face_cos <= 0.0:
                     continue
+                # a rest neighbour that has come over the face (separation along its normal) is a contact
                 n = wp.cross(b - a, g - a)
                 nn = wp.length(n)
                 if nn <= 0.0 or wp.abs(wp.dot(p - cp, n)) < over_face_cos * d * nn:
@@ -425,7 +387,9 @@ def vertex_triangle_thread_kernel(
             vt_tri[v * capacity + count] = t
         count += 1
         dmin = wp.min(dmin, d)
-        lower_triangle_min(prim_min, tri_min, t, c, d, min_dist)
+        min_nonnegative(min_dist, c[0], d)
+        min_nonnegative(min_dist, c[1], d)
+        min_nonnegative(min_dist, c[2], d)
         slot = wp.atomic_add(tv_count, t, 1)
         if slot < tv_capacity:
             tv_append[t * tv_capacity + slot] = v
@@ -435,18 +399,68 @@ def vertex_triangle_thread_kernel(
         min_nonnegative(min_dist, v, dmin)
 
 
+@wp.kernel(module="unique", enable_backward=False)  # launched with query_block_dim
+def edge_edge_thread_kernel(
+    edge_bvh: wp.uint64,
+    points: wp.array(dtype=wp.vec3),
+    edge_info: wp.array(dtype=wp.vec4i),
+    rest: wp.array(dtype=wp.vec3),
+    panel: wp.array(dtype=wp.int32),
+    rest_radius: float,
+    radius: float,
+    capacity: int,
+    ee_count: wp.array(dtype=wp.int32),
+    ee_edge: wp.array(dtype=wp.int32),
+    min_dist: wp.array(dtype=float),
+):
+    """The edge–edge search with one thread an edge on CUDA, for meshes large enough to fill the GPU with one
+    query a thread (``SelfContactDetector.ee_threads``): :func:`edge_edge_kernel`'s pairs, appends and
+    ``min_dist``, its tests written out in the loop. The same search through :func:`edge_pair_distance` ran half
+    as fast: H200, fold after 8 frames, ``benchmarks/detect_variants.py`` session 33 (without ``min_dist``),
+    10.2 against 19.3 ms at N = 1024, 1.22 against 2.32 ms at N = 512, where the grouped search took 15.2 and
+    2.43 ms."""
+    e = wp.tid()
+    a = edge_info[e]
+    p0 = points[a[0]]
+    p1 = points[a[1]]
+    query = wp.bvh_query_aabb(edge_bvh, wp.min(p0, p1) - wp.vec3(radius), wp.max(p0, p1) + wp.vec3(radius))
+    f = int(0)
+    dmin = radius
+    while wp.bvh_query_next(query, f):
+        if f <= e:  # each pair tested once, by its lower edge
+            continue
+        b = edge_info[f]
+        if b[2] == a[2] or b[2] == a[3] or b[3] == a[2] or b[3] == a[3]:
+            continue
+        if rest_radius > 0.0:
+            if rest_neighbour_edges(a[0], a[1], b[0], b[1], rest, panel, rest_radius):
+                continue
+        s, u, d = closest_points_edge_edge(p0, p1, points[b[0]], points[b[1]])
+        if d < radius:
+            slot = wp.atomic_add(ee_count, e, 1)
+            if slot < capacity:
+                ee_edge[e * capacity + slot] = f
+            slot = wp.atomic_add(ee_count, f, 1)
+            if slot < capacity:
+                ee_edge[f * capacity + slot] = e
+            dmin = wp.min(dmin, d)
+            min_nonnegative(min_dist, b[0], d)
+            min_nonnegative(min_dist, b[1], d)
+    if dmin < radius:
+        min_nonnegative(min_dist, a[0], dmin)
+        min_nonnegative(min_dist, a[1], dmin)
+
+
 @wp.func
 def vertex_triangle_append(v: int, p: wp.vec3, wv: int, t: int, points: wp.array(dtype=wp.vec3),
                            tri_info: wp.array(dtype=wp.vec4i), tri_weld: wp.array(dtype=wp.vec4i),
                            rest: wp.array(dtype=wp.vec3), panel: wp.array(dtype=wp.int32), rest_radius: float,
                            radius: float, over_face_cos: float, capacity: int, vt_count: wp.array(dtype=wp.int32),
                            vt_append: wp.array(dtype=wp.int32), min_dist: wp.array(dtype=float),
-                           prim_min: int, tri_min: wp.array(dtype=float),
                            tv_capacity: int, tv_count: wp.array(dtype=wp.int32), tv_append: wp.array(dtype=wp.int32)):
     """Vertex v (at p, weld id wv) against candidate triangle t: the pair appended to v's list and to t's
-    (``vt_count``, ``tv_count``: every pair counted, stored or not) and lowering ``min_dist`` of v and of t's
-    corners when it is a contact (the tiled and grouped searches; t's corners through ``tri_min`` when
-    ``prim_min``: :func:`lower_triangle_min`). Appending to t's list here, where the one-thread search
+    (``vt_count``, ``tv_count``: every pair counted, stored or not) and lowering the four ``min_dist`` when it
+    is a contact (the tiled and grouped searches). Appending to t's list here, where the one-thread search
     inverts the vertex lists afterwards (``triangle_vertex_scatter_kernel``), saves that pass and lets t's list be
     ranked without waiting for the vertex lists' ranking."""
     w = tri_weld[t]
@@ -471,7 +485,9 @@ def vertex_triangle_append(v: int, p: wp.vec3, wv: int, t: int, points: wp.array
             if slot < capacity:
                 vt_append[v * capacity + slot] = t
             min_nonnegative(min_dist, v, d)
-            lower_triangle_min(prim_min, tri_min, t, c, d, min_dist)
+            min_nonnegative(min_dist, c[0], d)
+            min_nonnegative(min_dist, c[1], d)
+            min_nonnegative(min_dist, c[2], d)
             slot = wp.atomic_add(tv_count, t, 1)
             if slot < tv_capacity:
                 tv_append[t * tv_capacity + slot] = v
@@ -482,10 +498,9 @@ def edge_edge_append(e: int, a: wp.vec4i, p0: wp.vec3, p1: wp.vec3, f: int, poin
                      edge_info: wp.array(dtype=wp.vec4i), rest: wp.array(dtype=wp.vec3),
                      panel: wp.array(dtype=wp.int32), rest_radius: float, radius: float, capacity: int,
                      ee_count: wp.array(dtype=wp.int32), ee_edge: wp.array(dtype=wp.int32),
-                     min_dist: wp.array(dtype=float), prim_min: int, edge_min: wp.array(dtype=float)):
+                     min_dist: wp.array(dtype=float)):
     """Edge e (``a = edge_info[e]``, at p0, p1) against candidate f > e: the pair appended to both lists and
-    lowering ``min_dist`` of the four endpoints when it is a contact (the tiled and grouped searches; with
-    ``prim_min`` through ``edge_min`` of e and f, gathered by :func:`gather_min_kernel`)."""
+    lowering the four ``min_dist`` when it is a contact (the tiled and grouped searches)."""
     b = edge_info[f]
     if b[2] != a[2] and b[2] != a[3] and b[3] != a[2] and b[3] != a[3]:
         keep = True
@@ -501,14 +516,10 @@ def edge_edge_append(e: int, a: wp.vec4i, p0: wp.vec3, p1: wp.vec3, f: int, poin
                 slot = wp.atomic_add(ee_count, f, 1)
                 if slot < capacity:
                     ee_edge[f * capacity + slot] = e
-                if prim_min != 0:
-                    min_nonnegative(edge_min, e, d)
-                    min_nonnegative(edge_min, f, d)
-                else:
-                    min_nonnegative(min_dist, a[0], d)
-                    min_nonnegative(min_dist, a[1], d)
-                    min_nonnegative(min_dist, b[0], d)
-                    min_nonnegative(min_dist, b[1], d)
+                min_nonnegative(min_dist, a[0], d)
+                min_nonnegative(min_dist, a[1], d)
+                min_nonnegative(min_dist, b[0], d)
+                min_nonnegative(min_dist, b[1], d)
 
 
 @wp.kernel(module="unique", enable_backward=False)  # launched tiled (TILE_LANES threads a block): a module of its own
@@ -525,11 +536,9 @@ def vertex_triangle_tiled_kernel(
     over_face_cos: float,
     capacity: int,
     tv_capacity: int,
-    prim_min: int,
     vt_count: wp.array(dtype=wp.int32),
     vt_append: wp.array(dtype=wp.int32),
     min_dist: wp.array(dtype=float),
-    tri_min: wp.array(dtype=float),
     tv_count: wp.array(dtype=wp.int32),
     tv_append: wp.array(dtype=wp.int32),
 ):
@@ -547,8 +556,8 @@ def vertex_triangle_tiled_kernel(
         t = wp.untile(wp.tile_bvh_query_next(query))
         if t >= 0:
             vertex_triangle_append(v, p, wv, t, points, tri_info, tri_weld, rest, panel, rest_radius, radius,
-                                   over_face_cos, capacity, vt_count, vt_append, min_dist, prim_min, tri_min,
-                                   tv_capacity, tv_count, tv_append)
+                                   over_face_cos, capacity, vt_count, vt_append, min_dist, tv_capacity, tv_count,
+                                   tv_append)
 
 
 @wp.kernel(module="unique", enable_backward=False)  # launched tiled (TILE_LANES threads a block): a module of its own
@@ -561,11 +570,9 @@ def edge_edge_tiled_kernel(
     rest_radius: float,
     radius: float,
     capacity: int,
-    prim_min: int,
     ee_count: wp.array(dtype=wp.int32),
     ee_edge: wp.array(dtype=wp.int32),
     min_dist: wp.array(dtype=float),
-    edge_min: wp.array(dtype=float),
 ):
     """:func:`edge_edge_kernel` with a block per edge traversing the edge BVH together, each thread testing the
     candidates handed to it (the endpoints and their weld ids in one load: ``edge_info``). Same pairs, lists
@@ -579,7 +586,7 @@ def edge_edge_tiled_kernel(
         f = wp.untile(wp.tile_bvh_query_next(query))
         if f > e:  # each pair tested once, by its lower edge
             edge_edge_append(e, a, p0, p1, f, points, edge_info, rest, panel, rest_radius, radius, capacity,
-                             ee_count, ee_edge, min_dist, prim_min, edge_min)
+                             ee_count, ee_edge, min_dist)
 
 
 # --------------------------------------------------------------------------------------
@@ -639,11 +646,9 @@ def vertex_triangle_group_kernel(
     over_face_cos: float,
     capacity: int,
     tv_capacity: int,
-    prim_min: int,
     vt_count: wp.array(dtype=wp.int32),
     vt_append: wp.array(dtype=wp.int32),
     min_dist: wp.array(dtype=float),
-    tri_min: wp.array(dtype=float),
     tv_count: wp.array(dtype=wp.int32),
     tv_append: wp.array(dtype=wp.int32),
 ):
@@ -669,7 +674,7 @@ def vertex_triangle_group_kernel(
                     if boxes_overlap(p - rv, p + rv, tlo, thi):
                         vertex_triangle_append(v, p, weld[v], t, points, tri_info, tri_weld, rest, panel, rest_radius,
                                                radius, over_face_cos, capacity, vt_count, vt_append, min_dist,
-                                               prim_min, tri_min, tv_capacity, tv_count, tv_append)
+                                               tv_capacity, tv_count, tv_append)
 
 
 @wp.kernel(module="unique", enable_backward=False)  # launched tiled (TILE_LANES threads a block): a module of its own
@@ -687,11 +692,9 @@ def edge_edge_group_kernel(
     rest_radius: float,
     radius: float,
     capacity: int,
-    prim_min: int,
     ee_count: wp.array(dtype=wp.int32),
     ee_edge: wp.array(dtype=wp.int32),
     min_dist: wp.array(dtype=float),
-    edge_min: wp.array(dtype=float),
 ):
     """The edge–edge search for a group of ``group`` edges at a time, as :func:`vertex_triangle_group_kernel`:
     one traversal of the edge BVH with the box of the group's query boxes, each thread testing its candidate
@@ -712,5 +715,4 @@ def edge_edge_group_kernel(
                     if boxes_overlap(edge_lowers[e] - rv, edge_uppers[e] + rv, flo, fhi):
                         a = edge_info[e]
                         edge_edge_append(e, a, points[a[0]], points[a[1]], f, points, edge_info, rest, panel,
-                                         rest_radius, radius, capacity, ee_count, ee_edge, min_dist, prim_min,
-                                         edge_min)
+                                         rest_radius, radius, capacity, ee_count, ee_edge, min_dist)
