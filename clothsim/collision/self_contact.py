@@ -8,8 +8,9 @@ the vt lists afterwards, the tiled and grouped ones append each pair to both) an
 edge against the edges, each pair tested once by its lower edge and appended to both lists. On CUDA a block of
 threads traverses the BVH together (``wp.tile_bvh_query_aabb``: a pile's tens of candidates tested in parallel),
 once for a group of ``GROUP_SIZE`` primitives that are neighbours in the rest shape (``grouped``; each thread
-tests its candidate against the whole group), and the edge–edge search runs on a second stream beside the
-vertex–triangle one;
+tests its candidate against the whole group), except on meshes of ``VT_THREAD_MIN_VERTICES`` vertices
+(``EE_THREAD_MIN_EDGES`` edges) or more, where one thread a query fills the GPU (``vt_threads``, ``ee_threads``);
+the edge–edge search runs on a second stream beside the vertex–triangle one;
 on the CPU one thread a query (the CPU's vt lists written in BVH traversal order, no appends). Appended lists
 are put in order afterwards, so every list is the same run to run: on the CPU sorted in place
 (``finish_lists_kernel``); on CUDA the appends go to lists of their own (``vt_append``, ``tv_append``,
@@ -71,9 +72,13 @@ CPU_EDGE_LEAF = 4
 # CUDA: meshes of at least this many vertices (edges) search vertex-triangle (edge-edge) pairs with one thread a
 # query (vertex_triangle_thread_kernel, edge_edge_thread_kernel), smaller ones with a block a group of queries: with
 # hundreds of thousands of queries the GPU is full without sharing a query between threads. H200, the fold after 8
-# frames (benchmarks/detect_variants.py, results/detect_variants_h200_s33_*): vertex-triangle 6.02 -> 3.43 ms at
-# N = 1024, 0.90 / 0.93 ms at N = 512; at N = 256 in a pile one thread a query was 3x slower than a block a query
-# (session 17). Read when a detector is made (benchmarks/sim_grid.py --vt-thread-min-vertices, --ee-thread-min-edges)
+# frames (benchmarks/detect_variants.py, results/detect_variants_h200_s33_threads.*): the whole detection 21.26 ->
+# 16.43 ms at N = 1024 (vertex-triangle 6.18 -> 3.45, edge-edge 15.25 -> 12.66), 3.38 -> 2.53 ms at N = 512 (the
+# edge-edge search alone there: vertex-triangle 0.87 grouped, 0.91 one thread a vertex); the fold's frame over 12
+# frames 326 -> 277 ms at 1 iteration and 585 -> 532 at 4 (N = 1024), 57.7 -> 48.5 and 124.3 -> 115.0 (N = 512)
+# (results/ab_frame_h200_s33_threads.*). At N = 256 in a pile one thread a query was 3x slower than a block a
+# query (session 17). Read when a detector is made (benchmarks/sim_grid.py --vt-thread-min-vertices,
+# --ee-thread-min-edges)
 VT_THREAD_MIN_VERTICES = 1 << 19
 EE_THREAD_MIN_EDGES = 1 << 19
 

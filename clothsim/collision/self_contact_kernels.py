@@ -353,8 +353,8 @@ def vertex_triangle_thread_kernel(
     one query a thread (``SelfContactDetector.vt_threads``): the grouped search's tests, v's list written in BVH
     order straight into ``vt_tri`` (this thread owns it: no atomic, no ranking), each pair appended to its
     triangle's list (``tv_count``, ranked afterwards) and lowering ``min_dist`` of v and the corners. H200, fold
-    N = 1024 after 8 frames (1.5 M pairs; ``benchmarks/detect_variants.py``, session 33): 6.02 ms grouped
-    (ranked), 3.43 ms this way; at N = 512 0.90 and 0.93 ms."""
+    N = 1024 after 8 frames (1.5 M pairs; ``benchmarks/detect_variants.py``, session 33): 6.18 ms grouped
+    (ranked), 3.45 ms this way; at N = 512 0.87 and 0.91 ms."""
     v = wp.tid()
     p = points[v]
     wv = weld[v]
@@ -417,8 +417,8 @@ def edge_edge_thread_kernel(
     query a thread (``SelfContactDetector.ee_threads``): :func:`edge_edge_kernel`'s pairs, appends and
     ``min_dist``, its tests written out in the loop. The same search through :func:`edge_pair_distance` ran half
     as fast: H200, fold after 8 frames, ``benchmarks/detect_variants.py`` session 33 (without ``min_dist``),
-    10.2 against 19.3 ms at N = 1024, 1.22 against 2.32 ms at N = 512, where the grouped search took 15.2 and
-    2.43 ms."""
+    10.2 against 19.3 ms at N = 1024, 1.22 against 2.32 ms at N = 512. This kernel, lists ranked: 12.66 ms at
+    N = 1024 and 1.56 ms at N = 512, where the grouped search took 15.25 and 2.43 ms."""
     e = wp.tid()
     a = edge_info[e]
     p0 = points[a[0]]
