@@ -466,7 +466,6 @@ def run_size(cs, a, n):
 
     def prod_vt():
         det.tv_count.zero_()
-        det.tv_need.zero_()
         det._vertex_triangle_lists([det.weld, det.rest, det.panel, rr, r], 0.0, [det.overflow, det.required])
 
     from clothsim.collision.contact_lists import rank_lists_kernel

@@ -283,7 +283,7 @@ def test_tiled_search_gives_the_same_lists(cloth, device, rest_radius, over_face
     same lists (the one-thread vertex-triangle lists are in BVH order, the ordered tiled ones sorted, the unordered
     ones in their appends' order), the same min_dist bit for bit and the same overflow record; with capacity 3
     every kind of list overflows. The same again with the searches one thread a query written for CUDA's large
-    meshes (``vt_threads``, ``ee_threads``: vertex_triangle_thread_kernel, edge_edge_thread_kernel), alone and
+    meshes (``vt_threads``, ``ee_threads``: vertex_triangle_kernel, edge_edge_kernel, the CPU's default), alone and
     beside the grouped ones."""
     x, tris, edges, _ = cloth
     n = int(round(np.sqrt(len(x))))

@@ -1,8 +1,6 @@
 """The self-contact lists' bookkeeping, beside the searches that fill them (clothsim.collision.self_contact).
 
 * :func:`record_overflow`: a list that needed more than its capacity is counted, with the length it needs;
-* ``triangle_vertex_scatter_kernel``: the triangle–vertex lists as the vertex–triangle lists inverted
-  (atomic appends);
 * putting appended lists in order, so they are the same run to run and on both devices: on the CPU an
   in-place insertion sort (``finish_lists_kernel``: Warp runs a CPU launch's threads in index order, so the
   appends arrive nearly sorted); on CUDA ``rank_lists_warp_kernel``, a warp a list sorting it into a second
@@ -44,25 +42,6 @@ def clamp_list(i: int, capacity: int, kind: int, need: wp.array(dtype=wp.int32),
     c = wp.min(count[i], capacity)
     count[i] = c
     return c
-
-
-@wp.kernel
-def triangle_vertex_scatter_kernel(
-    vt_capacity: int,
-    vt_count: wp.array(dtype=wp.int32),
-    vt_tri: wp.array(dtype=wp.int32),
-    capacity: int,
-    tv_count: wp.array(dtype=wp.int32),
-    tv_vertex: wp.array(dtype=wp.int32),
-):
-    """The triangle-vertex lists are the vertex-triangle lists inverted: each (v, t) pair appended to t's list
-    (tv_count zeroed before; the order is fixed afterwards by ``finish_lists_kernel``)."""
-    v = wp.tid()
-    for k in range(vt_count[v]):
-        t = vt_tri[v * vt_capacity + k]
-        slot = wp.atomic_add(tv_count, t, 1)
-        if slot < capacity:
-            tv_vertex[t * capacity + slot] = v
 
 
 @wp.kernel

@@ -3,15 +3,15 @@
 :class:`SelfContactDetector` finds, for a query radius R [m], every pair of non-adjacent
 primitives closer than R and writes them to fixed-capacity per-primitive lists, on the device,
 without host round trips (so ``detect()`` can be captured in a CUDA graph). Two BVH queries per
-detection: one per vertex against the triangles (the vt lists, and the tv lists: the one-thread search inverts
-the vt lists afterwards, the tiled and grouped ones append each pair to both) and one per
+detection: one per vertex against the triangles (the vt lists, and the tv lists: each pair is appended to
+both) and one per
 edge against the edges, each pair tested once by its lower edge and appended to both lists. On CUDA a block of
 threads traverses the BVH together (``wp.tile_bvh_query_aabb``: a pile's tens of candidates tested in parallel),
 once for a group of ``GROUP_SIZE`` primitives that are neighbours in the rest shape (``grouped``; each thread
 tests its candidate against the whole group), except on meshes of ``VT_THREAD_MIN_VERTICES`` vertices
 (``EE_THREAD_MIN_EDGES`` edges) or more, where one thread a query fills the GPU (``vt_threads``, ``ee_threads``);
 the edge–edge search runs on a second stream beside the vertex–triangle one;
-on the CPU one thread a query (the CPU's vt lists written in BVH traversal order, no appends). Appended lists
+on the CPU one thread a query (a one-thread search writes its vt lists in BVH traversal order, no appends). Appended lists
 are put in order afterwards, so every list is the same run to run: on the CPU sorted in place
 (``finish_lists_kernel``); on CUDA the appends go to lists of their own (``vt_append``, ``tv_append``,
 ``ee_append``) and a warp a list writes each entry to its rank in the final list
@@ -54,12 +54,12 @@ import warp as wp
 from ..cpu_threads import taker
 from ._arrays import MAX_LIST_ENTRIES, as_index_array, as_vec3_array, grown_capacities, query_block_dim
 from .contact_lists import (add_counts_kernel, clamp_lists_kernel, edge_edge_scatter_kernel, finish_lists_kernel,
-                            merge_side_kernel, rank_lists_warp_kernel, triangle_vertex_scatter_kernel)
+                            merge_side_kernel, rank_lists_warp_kernel)
 from .self_contact_kernels import (GROUP_SIZE, TILE_LANES, copy_points_kernel, edge_bounds_kernel,
                                    edge_edge_group_kernel, edge_edge_half_kernel, edge_edge_kernel,
                                    edge_edge_tiled_kernel, pack_edges_kernel, pack_triangles_kernel,
-                                   edge_edge_thread_kernel, triangle_bounds_kernel, vertex_triangle_group_kernel,
-                                   vertex_triangle_kernel, vertex_triangle_thread_kernel, vertex_triangle_tiled_kernel)
+                                   triangle_bounds_kernel, vertex_triangle_group_kernel, vertex_triangle_kernel,
+                                   vertex_triangle_tiled_kernel)
 
 VT, TV, EE = 0, 1, 2
 # CPU, threaded detect(): the edge-edge search in this many chunks per thread, taken in turn (the fold at
@@ -70,7 +70,7 @@ EE_CHUNKS_PER_THREAD = 8
 # H200 leaves of 2 or 4 were slower, 2.3 -> 3.0 ms at N = 128, so CUDA keeps 1)
 CPU_EDGE_LEAF = 4
 # CUDA: meshes of at least this many vertices (edges) search vertex-triangle (edge-edge) pairs with one thread a
-# query (vertex_triangle_thread_kernel, edge_edge_thread_kernel), smaller ones with a block a group of queries: with
+# query (vertex_triangle_kernel, edge_edge_kernel, the CPU's searches), smaller ones with a block a group of queries: with
 # hundreds of thousands of queries the GPU is full without sharing a query between threads. H200, the fold after 8
 # frames (benchmarks/detect_variants.py, results/detect_variants_h200_s33_threads.*): the whole detection 21.26 ->
 # 16.43 ms at N = 1024 (vertex-triangle 6.18 -> 3.45, edge-edge 15.25 -> 12.66), 3.38 -> 2.53 ms at N = 512 (the
@@ -174,7 +174,6 @@ class SelfContactDetector:
         self.edge_uppers = wp.zeros(max(e, 1), dtype=wp.vec3, device=dev)
         self.vt_count = wp.zeros(n, dtype=wp.int32, device=dev)
         self.tv_count = wp.zeros(m, dtype=wp.int32, device=dev)
-        self.tv_need = wp.zeros(m, dtype=wp.int32, device=dev)  # one-thread search: pairs per triangle (length needed)
         self.ee_count = wp.zeros(e, dtype=wp.int32, device=dev)
         self.min_dist = wp.zeros(n, dtype=float, device=dev)
         # weld[v]: representative of the vertices sewn to v (seams); primitives that share a
@@ -245,7 +244,7 @@ class SelfContactDetector:
         self.ee_edge = wp.zeros(self.edge_count * self.ee_capacity, dtype=wp.int32, device=dev)
         # where the atomic appends go: on CUDA lists of their own, ranked into vt_tri / tv_vertex / ee_edge
         # (rank_lists_warp_kernel); on the CPU the lists themselves, sorted in place (finish_lists_kernel; the CPU's
-        # one-thread vertex-triangle search writes its lists in BVH order, no appends)
+        # one-thread vertex-triangle search writes the vertices' lists in BVH order, no appends)
         if dev.is_cuda and self.ordered:
             self.vt_append = wp.zeros_like(self.vt_tri)
             self.tv_append = wp.zeros_like(self.tv_vertex)
@@ -263,7 +262,7 @@ class SelfContactDetector:
         arrays = (
             self.points, self.edge_lowers, self.edge_uppers,
             self.triangle_lowers, self.triangle_uppers,
-            self.vt_count, self.tv_count, self.tv_need, self.ee_count, self.min_dist, self.weld, self.rest, self.panel,
+            self.vt_count, self.tv_count, self.ee_count, self.min_dist, self.weld, self.rest, self.panel,
             self.overflow, self.required, self.vt_tri, self.tv_vertex, self.ee_edge, self.triangles, self.edges,
             *((self.vt_append, self.tv_append, self.ee_append) if self.vt_append is not self.vt_tri else ()),
             *self._side_mins, *self._side_flags,
@@ -277,7 +276,7 @@ class SelfContactDetector:
         for name in (
             "triangle_bvh", "edge_bvh", "points", "edge_lowers",
             "triangle_lowers", "triangle_uppers",
-            "edge_uppers", "vt_count", "tv_count", "tv_need", "ee_count", "min_dist", "weld", "rest", "panel", "overflow",
+            "edge_uppers", "vt_count", "tv_count", "ee_count", "min_dist", "weld", "rest", "panel", "overflow",
             "required",
             "vt_tri", "tv_vertex", "ee_edge", "vt_append", "tv_append", "ee_append", "triangles", "edges", "_half_edge",
             "edge_info", "tri_info", "tri_weld", "vt_order", "ee_order",
@@ -396,7 +395,6 @@ class SelfContactDetector:
         # start empty (memsets: capturable)
         self.min_dist.fill_(r)
         self.tv_count.zero_()
-        self.tv_need.zero_()
         self.ee_count.zero_()
         if self._side is None:
             if threaded:
@@ -512,42 +510,33 @@ class SelfContactDetector:
 
     def _vertex_triangle_lists(self, filt, over_face_cos, flags):
         dev = self.device
-        if self.vt_threads:  # one thread a vertex, its list in BVH order; appends to the triangles' lists
-            wp.launch(vertex_triangle_thread_kernel, dim=self.vertex_count,
+        if self.vt_threads or not self.tiled:  # one thread a vertex, its list in BVH order; appends to the triangles'
+            wp.launch(vertex_triangle_kernel, dim=self.vertex_count,
                       inputs=[self.triangle_bvh.id, self.points, self.tri_info, self.tri_weld, *filt, over_face_cos,
                               self.vt_capacity, self.tv_capacity],
                       outputs=[self.vt_count, self.vt_tri, self.min_dist, self.tv_count, self.tv_append, *flags],
                       device=dev, block_dim=query_block_dim(dev, self.vertex_count))
             self._finish(self.tv_capacity, TV, self.tv_count, self.tv_count, self.tv_append, self.tv_vertex, flags)
             return
-        if self.tiled:  # appends to both sides' lists, put in order into vt_tri and tv_vertex
-            caps = [self.vt_capacity, self.tv_capacity]
-            outputs = [self.vt_count, self.vt_append, self.min_dist, self.tv_count, self.tv_append]
-            self.vt_count.zero_()
-            if self.grouped:  # a block a group of vertices (vertex_triangle_group_kernel)
-                if self.vt_order is None:  # grouped set after build() (a test on the CPU)
-                    self._group_orders(self.points)
-                wp.launch_tiled(vertex_triangle_group_kernel, dim=[self.vt_order.shape[0] // GROUP_SIZE],
-                                inputs=[self.triangle_bvh.id, self.points, self.triangle_lowers, self.triangle_uppers,
-                                        self.vt_order, GROUP_SIZE, self._lanes(), self.tri_info, self.tri_weld, *filt,
-                                        over_face_cos, *caps],
-                                outputs=outputs, block_dim=TILE_LANES, device=dev)
-            else:  # a block a vertex (vertex_triangle_tiled_kernel)
-                wp.launch_tiled(vertex_triangle_tiled_kernel, dim=[self.vertex_count],
-                                inputs=[self.triangle_bvh.id, self.points, self.tri_info, self.tri_weld, *filt,
-                                        over_face_cos, *caps],
-                                outputs=outputs, block_dim=TILE_LANES, device=dev)
-            self._finish(self.vt_capacity, VT, self.vt_count, self.vt_count, self.vt_append, self.vt_tri, flags)
-            self._finish(self.tv_capacity, TV, self.tv_count, self.tv_count, self.tv_append, self.tv_vertex, flags)
-            return
-        wp.launch(vertex_triangle_kernel, dim=self.vertex_count,
-                  inputs=[self.triangle_bvh.id, self.points, self.triangles, *filt, over_face_cos, self.vt_capacity],
-                  outputs=[self.vt_count, self.vt_tri, self.min_dist, self.tv_need, *flags], device=dev,
-                  block_dim=query_block_dim(dev, self.vertex_count))
-        wp.launch(triangle_vertex_scatter_kernel, dim=self.vertex_count,
-                  inputs=[self.vt_capacity, self.vt_count, self.vt_tri, self.tv_capacity],
-                  outputs=[self.tv_count, self.tv_append], device=dev)
-        self._finish(self.tv_capacity, TV, self.tv_need, self.tv_count, self.tv_append, self.tv_vertex, flags)
+        # tiled: appends to both sides' lists, put in order into vt_tri and tv_vertex
+        caps = [self.vt_capacity, self.tv_capacity]
+        outputs = [self.vt_count, self.vt_append, self.min_dist, self.tv_count, self.tv_append]
+        self.vt_count.zero_()
+        if self.grouped:  # a block a group of vertices (vertex_triangle_group_kernel)
+            if self.vt_order is None:  # grouped set after build() (a test on the CPU)
+                self._group_orders(self.points)
+            wp.launch_tiled(vertex_triangle_group_kernel, dim=[self.vt_order.shape[0] // GROUP_SIZE],
+                            inputs=[self.triangle_bvh.id, self.points, self.triangle_lowers, self.triangle_uppers,
+                                    self.vt_order, GROUP_SIZE, self._lanes(), self.tri_info, self.tri_weld, *filt,
+                                    over_face_cos, *caps],
+                            outputs=outputs, block_dim=TILE_LANES, device=dev)
+        else:  # a block a vertex (vertex_triangle_tiled_kernel)
+            wp.launch_tiled(vertex_triangle_tiled_kernel, dim=[self.vertex_count],
+                            inputs=[self.triangle_bvh.id, self.points, self.tri_info, self.tri_weld, *filt,
+                                    over_face_cos, *caps],
+                            outputs=outputs, block_dim=TILE_LANES, device=dev)
+        self._finish(self.vt_capacity, VT, self.vt_count, self.vt_count, self.vt_append, self.vt_tri, flags)
+        self._finish(self.tv_capacity, TV, self.tv_count, self.tv_count, self.tv_append, self.tv_vertex, flags)
 
     def _edge_edge_lists(self, filt, flags, min_dist):
         if not self.edge_count:
@@ -555,24 +544,20 @@ class SelfContactDetector:
         dev = self.device
         weld, rest, panel, rr, r = filt
         inputs = [self.edge_bvh.id, self.points, self.edge_info, rest, panel, rr, r, self.ee_capacity]
-        if self.ee_threads:  # one thread an edge, its tests written out (edge_edge_thread_kernel)
-            wp.launch(edge_edge_thread_kernel, dim=self.edge_count, inputs=inputs,
+        if self.ee_threads or not self.tiled:  # one thread an edge (edge_edge_kernel)
+            wp.launch(edge_edge_kernel, dim=self.edge_count, inputs=inputs,
                       outputs=[self.ee_count, self.ee_append, min_dist], device=dev,
                       block_dim=query_block_dim(dev, self.edge_count))
-        elif self.tiled and self.grouped:  # a block a group of edges (edge_edge_group_kernel)
+        elif self.grouped:  # a block a group of edges (edge_edge_group_kernel)
             if self.ee_order is None:
                 self._group_orders(self.points)
             wp.launch_tiled(edge_edge_group_kernel, dim=[self.ee_order.shape[0] // GROUP_SIZE],
                             inputs=[self.edge_bvh.id, self.points, self.edge_lowers, self.edge_uppers, self.ee_order,
                                     GROUP_SIZE, self._lanes(), self.edge_info, rest, panel, rr, r, self.ee_capacity],
                             outputs=[self.ee_count, self.ee_append, min_dist], block_dim=TILE_LANES, device=dev)
-        elif self.tiled:  # a block an edge (edge_edge_tiled_kernel)
+        else:  # a block an edge (edge_edge_tiled_kernel)
             wp.launch_tiled(edge_edge_tiled_kernel, dim=[self.edge_count], inputs=inputs,
                             outputs=[self.ee_count, self.ee_append, min_dist], block_dim=TILE_LANES, device=dev)
-        else:
-            wp.launch(edge_edge_kernel, dim=self.edge_count, inputs=inputs,
-                      outputs=[self.ee_count, self.ee_append, min_dist], device=dev,
-                      block_dim=query_block_dim(dev, self.edge_count))
         self._finish(self.ee_capacity, EE, self.ee_count, self.ee_count, self.ee_append, self.ee_edge, flags)
 
     def _lanes(self) -> int:

@@ -122,69 +122,6 @@ def rest_neighbour_edges(i0: int, i1: int, j0: int, j1: int, rest: wp.array(dtyp
     return d < rest_radius
 
 
-@wp.kernel(module="unique", enable_backward=False)  # launched with query_block_dim: see its docstring
-def vertex_triangle_kernel(
-    triangle_bvh: wp.uint64,
-    points: wp.array(dtype=wp.vec3),
-    triangles: wp.array2d(dtype=wp.int32),
-    weld: wp.array(dtype=wp.int32),
-    rest: wp.array(dtype=wp.vec3),
-    panel: wp.array(dtype=wp.int32),
-    rest_radius: float,
-    radius: float,
-    over_face_cos: float,
-    capacity: int,
-    vt_count: wp.array(dtype=wp.int32),
-    vt_tri: wp.array(dtype=wp.int32),
-    min_dist: wp.array(dtype=float),
-    tv_need: wp.array(dtype=wp.int32),
-    overflow: wp.array(dtype=wp.int32),
-    required: wp.array(dtype=wp.int32),
-):
-    """Per vertex v: triangles not containing v within radius, in BVH order; lowers min_dist of v and of each
-    such triangle's corners (min_dist starts at the radius; atomic min, order-free) and counts each pair in
-    its triangle's ``tv_need`` (stored or not: the length the triangle's list needs)."""
-    v = wp.tid()
-    p = points[v]
-    query = wp.bvh_query_aabb(triangle_bvh, p - wp.vec3(radius), p + wp.vec3(radius))
-    t = int(0)
-    count = int(0)
-    dmin = radius
-    wv = weld[v]
-    while wp.bvh_query_next(query, t):
-        i0 = triangles[t, 0]
-        i1 = triangles[t, 1]
-        i2 = triangles[t, 2]
-        if weld[i0] == wv or weld[i1] == wv or weld[i2] == wv:
-            continue
-        # the current distance first here (unlike edge_edge_kernel): in a pile most candidates are other layers,
-        # and checking rest neighbours first made this kernel 18 % slower there (H200, fold N = 256)
-        cp, w = closest_point_triangle(p, points[i0], points[i1], points[i2])
-        d = wp.length(p - cp)
-        if d < radius and rest_radius > 0.0:
-            if rest_neighbour_triangle(v, i0, i1, i2, rest, panel, rest_radius):
-                if over_face_cos <= 0.0:
-                    continue
-                # a rest neighbour that has come over the face (separation along its normal) is a contact
-                n = wp.cross(points[i1] - points[i0], points[i2] - points[i0])
-                nn = wp.length(n)
-                if nn <= 0.0 or wp.abs(wp.dot(p - cp, n)) < over_face_cos * d * nn:
-                    continue
-        if d < radius:
-            if count < capacity:
-                vt_tri[v * capacity + count] = t
-            count += 1
-            dmin = wp.min(dmin, d)
-            min_nonnegative(min_dist, i0, d)
-            min_nonnegative(min_dist, i1, d)
-            min_nonnegative(min_dist, i2, d)
-            wp.atomic_add(tv_need, t, 1)
-    record_overflow(count, capacity, 0, overflow, required)
-    vt_count[v] = wp.min(count, capacity)
-    if dmin < radius:
-        min_nonnegative(min_dist, v, dmin)
-
-
 @wp.func
 def edge_pair_distance(e: int, f: int, a: wp.vec4i, p0: wp.vec3, p1: wp.vec3, points: wp.array(dtype=wp.vec3),
                        edge_info: wp.array(dtype=wp.vec4i), rest: wp.array(dtype=wp.vec3),
@@ -204,48 +141,6 @@ def edge_pair_distance(e: int, f: int, a: wp.vec4i, p0: wp.vec3, p1: wp.vec3, po
     return d, b[0], b[1]
 
 
-@wp.kernel(module="unique", enable_backward=False)  # launched with query_block_dim: see its docstring
-def edge_edge_kernel(
-    edge_bvh: wp.uint64,
-    points: wp.array(dtype=wp.vec3),
-    edge_info: wp.array(dtype=wp.vec4i),
-    rest: wp.array(dtype=wp.vec3),
-    panel: wp.array(dtype=wp.int32),
-    rest_radius: float,
-    radius: float,
-    capacity: int,
-    ee_count: wp.array(dtype=wp.int32),
-    ee_edge: wp.array(dtype=wp.int32),
-    min_dist: wp.array(dtype=float),
-):
-    """Per edge e: edges f > e sharing no vertex with e within radius, appended to both e's and f's list
-    (ee_count zeroed before; order fixed by ``finish_lists_kernel``); lowers min_dist of the four endpoints.
-    Each pair is tested once, by its lower edge. One thread a query (the CPU's; CUDA runs
-    :func:`edge_edge_tiled_kernel`)."""
-    e = wp.tid()
-    a = edge_info[e]
-    p0 = points[a[0]]
-    p1 = points[a[1]]
-    query = wp.bvh_query_aabb(edge_bvh, wp.min(p0, p1) - wp.vec3(radius), wp.max(p0, p1) + wp.vec3(radius))
-    f = int(0)
-    dmin = radius
-    while wp.bvh_query_next(query, f):
-        d, j0, j1 = edge_pair_distance(e, f, a, p0, p1, points, edge_info, rest, panel, rest_radius)
-        if d >= 0.0 and d < radius:
-            slot = wp.atomic_add(ee_count, e, 1)
-            if slot < capacity:
-                ee_edge[e * capacity + slot] = f
-            slot = wp.atomic_add(ee_count, f, 1)
-            if slot < capacity:
-                ee_edge[f * capacity + slot] = e
-            dmin = wp.min(dmin, d)
-            min_nonnegative(min_dist, j0, d)
-            min_nonnegative(min_dist, j1, d)
-    if dmin < radius:
-        min_nonnegative(min_dist, a[0], dmin)
-        min_nonnegative(min_dist, a[1], dmin)
-
-
 @wp.kernel(enable_backward=False)  # CPU only (threads of its own): the block size does not matter
 def edge_edge_half_kernel(
     edge_bvh: wp.uint64,
@@ -262,7 +157,7 @@ def edge_edge_half_kernel(
     upper_need: wp.array(dtype=wp.int32),
     min_dist: wp.array(dtype=float),
 ):
-    """:func:`edge_edge_kernel` for edges ``first + tid``, writing each pair (e, f) to its lower edge's list
+    """:func:`edge_edge_kernel`'s search for edges ``first + tid``, writing each pair (e, f) to its lower edge's list
     only (``half_count[e]``: every pair found, stored or not) and counting it in ``upper_need[f]``. Threads
     searching disjoint edge ranges, each with its own ``upper_need`` and ``min_dist``, then share nothing that
     is written (Warp's CPU atomics are plain reads and writes); ``edge_edge_scatter_kernel`` makes the
@@ -328,7 +223,7 @@ def pack_triangles_kernel(
 
 
 @wp.kernel(module="unique", enable_backward=False)  # launched with query_block_dim
-def vertex_triangle_thread_kernel(
+def vertex_triangle_kernel(
     triangle_bvh: wp.uint64,
     points: wp.array(dtype=wp.vec3),
     tri_info: wp.array(dtype=wp.vec4i),
@@ -349,10 +244,15 @@ def vertex_triangle_thread_kernel(
     overflow: wp.array(dtype=wp.int32),
     required: wp.array(dtype=wp.int32),
 ):
-    """The vertex–triangle search with one thread a vertex on CUDA, for meshes large enough to fill the GPU with
-    one query a thread (``SelfContactDetector.vt_threads``): the grouped search's tests, v's list written in BVH
-    order straight into ``vt_tri`` (this thread owns it: no atomic, no ranking), each pair appended to its
-    triangle's list (``tv_count``, ranked afterwards) and lowering ``min_dist`` of v and the corners. H200, fold
+    """The vertex–triangle search with one thread a vertex: the CPU's, and CUDA's for meshes large enough to fill
+    the GPU with one query a thread (``SelfContactDetector.vt_threads``). Per vertex v, the triangles not holding v
+    (nor a vertex welded to it) within radius, less rest neighbours, written in BVH order straight into ``vt_tri``
+    (this thread owns v's list: no atomic, no ranking); each pair appended to its triangle's list (``tv_count``:
+    every pair counted, stored or not; put in order afterwards) and lowering ``min_dist`` of v and the corners
+    (it starts at the radius; atomic min, order-free). The current distance is tested before the rest neighbours:
+    in a pile most candidates are other layers, and the other order made this search 18 % slower there (H200,
+    fold N = 256, session 17). Until session 33 the CPU counted the triangles' pairs here and inverted the vertex
+    lists in a second pass. H200, fold
     N = 1024 after 8 frames (1.5 M pairs; ``benchmarks/detect_variants.py``, session 33): 6.18 ms grouped
     (ranked), 3.45 ms this way; at N = 512 0.87 and 0.91 ms."""
     v = wp.tid()
@@ -400,7 +300,7 @@ def vertex_triangle_thread_kernel(
 
 
 @wp.kernel(module="unique", enable_backward=False)  # launched with query_block_dim
-def edge_edge_thread_kernel(
+def edge_edge_kernel(
     edge_bvh: wp.uint64,
     points: wp.array(dtype=wp.vec3),
     edge_info: wp.array(dtype=wp.vec4i),
@@ -413,10 +313,13 @@ def edge_edge_thread_kernel(
     ee_edge: wp.array(dtype=wp.int32),
     min_dist: wp.array(dtype=float),
 ):
-    """The edge–edge search with one thread an edge on CUDA, for meshes large enough to fill the GPU with one
-    query a thread (``SelfContactDetector.ee_threads``): :func:`edge_edge_kernel`'s pairs, appends and
-    ``min_dist``, its tests written out in the loop. The same search through :func:`edge_pair_distance` ran half
-    as fast: H200, fold after 8 frames, ``benchmarks/detect_variants.py`` session 33 (without ``min_dist``),
+    """The edge–edge search with one thread an edge: the CPU's (without worker threads), and CUDA's for meshes
+    large enough to fill the GPU with one query a thread (``SelfContactDetector.ee_threads``). Per edge e: edges
+    f > e sharing no vertex (nor a weld) with e within radius, less rest neighbours, appended to both e's and f's
+    list (``ee_count`` zeroed before; put in order afterwards); lowers ``min_dist`` of the four endpoints. Each
+    pair is tested once, by its lower edge. Until session 33 this kernel ran the tests through
+    :func:`edge_pair_distance` (as ``edge_edge_half_kernel`` still does); written out in the loop it ran twice as
+    fast on CUDA (the same on the CPU): H200, fold after 8 frames, ``benchmarks/detect_variants.py`` session 33 (without ``min_dist``),
     10.2 against 19.3 ms at N = 1024, 1.22 against 2.32 ms at N = 512. This kernel, lists ranked: 12.66 ms at
     N = 1024 and 1.56 ms at N = 512, where the grouped search took 15.25 and 2.43 ms."""
     e = wp.tid()
@@ -460,9 +363,9 @@ def vertex_triangle_append(v: int, p: wp.vec3, wv: int, t: int, points: wp.array
                            tv_capacity: int, tv_count: wp.array(dtype=wp.int32), tv_append: wp.array(dtype=wp.int32)):
     """Vertex v (at p, weld id wv) against candidate triangle t: the pair appended to v's list and to t's
     (``vt_count``, ``tv_count``: every pair counted, stored or not) and lowering the four ``min_dist`` when it
-    is a contact (the tiled and grouped searches). Appending to t's list here, where the one-thread search
-    inverts the vertex lists afterwards (``triangle_vertex_scatter_kernel``), saves that pass and lets t's list be
-    ranked without waiting for the vertex lists' ranking."""
+    is a contact (the tiled and grouped searches). Appending to t's list here, where an inversion of the vertex
+    lists took a second pass until session 29 (session 33 on the CPU), lets t's list be ranked without waiting
+    for the vertex lists' ranking."""
     w = tri_weld[t]
     if w[0] != wv and w[1] != wv and w[2] != wv:
         c = tri_info[t]
