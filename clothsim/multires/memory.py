@@ -203,7 +203,6 @@ def estimate_simulator_bytes(cloths, *, self_collision: bool, colliders=(), mode
         collision += (12 * n + 24 * m + 24 * max(e, 1) + 4 * n + 4 * m + 4 * e + 4 * n + 4 * n + 4 + 12
                       + 4 * n * self_capacities[0] + 4 * m * self_capacities[1] + 4 * e * self_capacities[2] + 12 * m + 8 * e
                       + 12 * n + 4 * n  # rest positions (vec3) and panel ids (int32) for the rest-neighbour test
-                      + 4 * m  # pairs found per triangle (the inverted lists' needed length)
                       + 4 * n + 12 * n)  # vertex colours and positions at the iteration's start (same-colour pairs)
         collision += 16 * max(e, 1) + 32 * m  # edge and triangle vertex ids with their weld ids (vec4i)
         if wp.get_device(device).is_cuda:  # the appended vt/tv/ee lists, ranked into the final ones
