@@ -35,16 +35,26 @@ def run(runner, iterations: int, frames: int, perturb: float, seed: int):
     return np.asarray(sg.trajectory(runner, iterations, frames, perturb=perturb, seed=seed), dtype=np.float64)
 
 
-def spread_of(runner, scene, iterations, a, log):
-    """The run from the start and its spread: RMS distances of the perturbed runs to it, and their median."""
+def spread_of(runner, scene, iterations, a, log, ref=None):
+    """The run from the start and its spread: RMS distances of the perturbed runs to it, and their median; with
+    ``ref`` (the converged run's positions) also every run's error to it, the unmoved run's first, and their mean
+    (sim_grid --error-starts averages the same way)."""
     t0 = time.perf_counter()
     x = run(runner, iterations, a.frames, 0.0, 0)
-    dists = [sg.rms(run(runner, iterations, a.frames, a.perturbation, 1 + s), x) for s in range(a.seeds)]
+    moved = [run(runner, iterations, a.frames, a.perturbation, 1 + s) for s in range(a.seeds)]
+    dists = [sg.rms(xm, x) for xm in moved]
     row = {"iterations": iterations, "spread_m": dists, "spread_median_m": statistics.median(dists),
            "intersections": count_intersections(x, scene.triangles)[0],
-           "folded": folded_fraction(x, scene.rest_uv, scene.edge)}
+           "folded": folded_fraction(x, scene.rest_uv, scene.edge),
+           "folded_moved": [folded_fraction(xm, scene.rest_uv, scene.edge) for xm in moved]}
+    if ref is not None:
+        row["error_m"] = sg.rms(x, ref)
+        row["errors_m"] = [row["error_m"]] + [sg.rms(xm, ref) for xm in moved]
+        row["error_mean_m"] = statistics.fmean(row["errors_m"])
     log(f"  [{scene.kind} N={scene.n}] {iterations} it: spread "
-        + ", ".join(f"{d:.3e}" for d in dists) + f" m ({time.perf_counter() - t0:.1f}s)")
+        + ", ".join(f"{d:.3e}" for d in dists) + " m"
+        + (f", errors {', '.join(f'{e:.3e}' for e in row['errors_m'])} m" if ref is not None else "")
+        + f" ({time.perf_counter() - t0:.1f}s)")
     return x, row
 
 
@@ -109,21 +119,20 @@ def main(argv=None) -> int:
             if a.reference_npy:
                 sg.save_array(a.reference_npy, ref)
         for it in a.iterations:
-            x, row = spread_of(runner, scene, it, a, log)
-            if ref is not None:
-                row["error_m"] = sg.rms(x, ref)
+            x, row = spread_of(runner, scene, it, a, log, ref)
             case["points"].append(row)
         out["cases"].append(case)
         if hasattr(runner.sim, "release"):
             runner.sim.release()
         print(f"\n### {a.case}, N = {n}: runs from starts {a.perturbation:g} m apart, {a.frames} frames, "
               f"{sa.device}\n")
-        print("| iterations | error vs converged run [m] | spread: RMS to the unmoved run [m] (median; each) "
-              "| intersections | folded |")
-        print("|---:|---:|---|---:|---:|")
+        print("| iterations | error vs converged run [m] | mean over the starts [m] | spread: RMS to the unmoved "
+              "run [m] (median; each) | intersections | folded |")
+        print("|---:|---:|---:|---|---:|---:|")
         for r in ([case["reference"]] if "spread_m" in case.get("reference", {}) else []) + case["points"]:
             err = f"{r['error_m']:.3e}" if "error_m" in r else ("(reference)" if r is case.get("reference") else "-")
-            print(f"| {r['iterations']} | {err} | {r['spread_median_m']:.3e} ("
+            mean = f"{r['error_mean_m']:.3e}" if "error_mean_m" in r else "-"
+            print(f"| {r['iterations']} | {err} | {mean} | {r['spread_median_m']:.3e} ("
                   + ", ".join(f"{d:.2e}" for d in r["spread_m"]) + f") | {r['intersections']} | {r['folded']:.2f} |")
     sg.save_json(a.json, out)
     print(f"\nJSON: {a.json}")

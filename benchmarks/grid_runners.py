@@ -29,8 +29,10 @@ class ClothsimRunner:
                  membrane_hessian: str = "neo-hookean", cpu_threads: int | None = None,
                  chebyshev_delay: int = 1, chebyshev_cap: bool = False, sweep: str = "gauss-seidel",
                  jacobi_omega: float = 1.0, name: str = "clothsim", over_face: float = 0.0,
-                 self_contact_bound: float | None = None, deterministic: bool | None = None):
+                 self_contact_bound: float | None = None, deterministic: bool | None = None,
+                 frame_dt: float = FRAME_DT):
         self.name = name
+        self.frame_dt = frame_dt  # one step() advances this much, in ``substeps`` substeps
         # Simulator(deterministic=) when set (older trees, ab_frame.py's --a, have no such argument)
         self.deterministic = deterministic
         # with self collision: Simulator(self_contact_over_face=, self_contact_bound=); None = clothsim's default
@@ -60,7 +62,7 @@ class ClothsimRunner:
         if self.sim is not None and hasattr(self.sim, "release"):
             self.sim.release()
         sc = self.scene
-        self.sim = self.cs.Simulator(sc.cloth, device=self.device, dt=FRAME_DT, substeps=self.substeps,
+        self.sim = self.cs.Simulator(sc.cloth, device=self.device, dt=self.frame_dt, substeps=self.substeps,
                                      iterations=iterations, ground=sc.ground, self_collision=sc.self_collision,
                                      contact_stiffness=self.mat.contact_ke, contact_margin=self.mat.contact_gap,
                                      initial_guess=self.initial_guess, chebyshev_rho=self.chebyshev_rho,
@@ -91,6 +93,14 @@ class ClothsimRunner:
         """Move the start (after reset(); velocities stay zero)."""
         self.sim.set_positions(np.asarray(x, dtype=np.float32))
 
+    def set_state(self, x, v):
+        """Positions and velocities (a state taken from another run)."""
+        self.sim.set_positions(np.asarray(x, dtype=np.float32))
+        self.sim.set_velocities(np.asarray(v, dtype=np.float32))
+
+    def velocities(self):
+        return self.sim.velocities()
+
     def sync(self):
         _sync(self.device)
 
@@ -102,8 +112,10 @@ class NewtonRunner:
 
     def __init__(self, scene: Scene, mat: BenchMaterial, device: str, substeps: int,
                  vertex_buffer: int | None = None, edge_buffer: int | None = None,
-                 self_contact_detection: str = "pre-post-init", topological_filter: int | None = None):
+                 self_contact_detection: str = "pre-post-init", topological_filter: int | None = None,
+                 frame_dt: float = FRAME_DT, graph: bool = True):
         self.scene, self.mat, self.device, self.substeps = scene, mat, device, substeps
+        self.frame_dt, self.graph = frame_dt, graph
         self.buffers = {"vertex_buffer": vertex_buffer, "edge_buffer": edge_buffer,
                         "self_contact_detection": self_contact_detection, "topological_filter": topological_filter}
         self.cloth = None
@@ -114,7 +126,8 @@ class NewtonRunner:
             sc = self.scene
             self.cloth = NewtonCloth(sc.vertices, sc.triangles, sc.pins, self.mat, device=self.device,
                                      substeps=self.substeps, iterations=iterations, ground=sc.ground,
-                                     self_collision=sc.self_collision, **self.buffers)
+                                     self_collision=sc.self_collision, frame_dt=self.frame_dt, graph=self.graph,
+                                     **self.buffers)
         elif self.iterations != iterations:
             self.cloth.set_iterations(iterations)
         self.iterations = iterations
@@ -131,6 +144,10 @@ class NewtonRunner:
     def set_positions(self, x):
         """Move the start (after reset(); velocities stay zero)."""
         self.cloth.set_positions(x)
+
+    def set_state(self, x, v):
+        """Positions and velocities (a state taken from another run)."""
+        self.cloth.set_state(x, v)
 
     def contact_report(self):
         """Newton's self-contact lists since the last reset: longest, buffer, pairs dropped (or None)."""

@@ -278,6 +278,7 @@ class NewtonCloth:
         edge_buffer: int | None = None,
         self_contact_detection: str = "pre-post-init",
         topological_filter: int | None = None,
+        frame_dt: float = FRAME_DT,
     ):
         if self_contact_detection not in SELF_CONTACT_DETECTION:
             raise ValueError(f"NewtonCloth: self_contact_detection must be one of {', '.join(SELF_CONTACT_DETECTION)}, "
@@ -290,7 +291,7 @@ class NewtonCloth:
         self.device = wp.get_device(device)
         self.substeps = int(substeps)
         self.iterations = int(iterations)
-        self.dt = FRAME_DT / self.substeps
+        self.dt = float(frame_dt) / self.substeps
         self.self_collision = bool(self_collision)
         self.self_contact_detection = self_contact_detection
         self.ground = ground
@@ -378,6 +379,14 @@ class NewtonCloth:
                     kw["particle_vertex_contact_buffer_size"] = int(vertex_buffer)
                 if edge_buffer is not None:
                     kw["particle_edge_contact_buffer_size"] = int(edge_buffer)
+                # Newton holds each list kind in one int32 array of 2 × count × buffer entries; past 2³¹ − 1 Warp
+                # refuses it after minutes of set-up (N = 1024: 3.1M edges, so an edge buffer of at most 342)
+                for what, count, size in (("vertex", model.particle_count, vertex_buffer),
+                                          ("edge", model.edge_count, edge_buffer)):
+                    if size is not None and 2 * count * int(size) > 2**31 - 1:
+                        raise ValueError(f"Newton's {what} contact buffer of {size} per {what} over {count} {what}s "
+                                         f"needs 2 x {count} x {size} > 2^31 - 1 int32 entries in one array; the "
+                                         f"largest that fits is {(2**31 - 1) // (2 * count)}")
                 if topological_filter is not None:  # Newton's default 2: pairs within two edge rings left out
                     kw["particle_topological_contact_filter_threshold"] = int(topological_filter)
                 from newton_filters import use_fast_contact_filters  # beside this file (on sys.path with it)
@@ -507,6 +516,17 @@ class NewtonCloth:
             raise ValueError(f"set_positions: shape {x.shape}, the cloth has {self.state_0.particle_q.shape[0]} particles")
         for s in (self.state_0, self.state_1):
             s.particle_q.assign(x)
+        self.wp.synchronize_device(self.device)
+
+    def set_state(self, x, v):
+        """Positions and velocities of both state buffers (a state taken from another run)."""
+        n = self.state_0.particle_q.shape[0]
+        x, v = np.asarray(x, dtype=np.float32), np.asarray(v, dtype=np.float32)
+        if x.shape != (n, 3) or v.shape != (n, 3):
+            raise ValueError(f"set_state: shapes {x.shape} / {v.shape}, the cloth has {n} particles")
+        for s in (self.state_0, self.state_1):
+            s.particle_q.assign(x)
+            s.particle_qd.assign(v)
         self.wp.synchronize_device(self.device)
 
     def step(self, frames: int = 1):

@@ -108,12 +108,12 @@ NEWTON_SELF_CONTACT_BOUND = 0.425
 # --------------------------------------------------------------------------- runners (the classes: grid_runners.py)
 
 
-def newton_runner(scene, mat, a) -> NewtonRunner:
+def newton_runner(scene, mat, a, **kw) -> NewtonRunner:
     """Newton for one scene, with --newton-vertex-buffer / --newton-edge-buffer / --newton-self-contact-detection /
-    --newton-topological-filter when given (else its defaults)."""
+    --newton-topological-filter when given (else its defaults); ``kw``: NewtonRunner's frame_dt, graph."""
     return NewtonRunner(scene, mat, a.device, a.substeps, a.newton_vertex_buffer, a.newton_edge_buffer,
                         self_contact_detection=getattr(a, "newton_self_contact_detection", None) or "pre-post-init",
-                        topological_filter=getattr(a, "newton_topological_filter", None))
+                        topological_filter=getattr(a, "newton_topological_filter", None), **kw)
 
 
 JACOBI = "clothsim_jacobi"
@@ -128,7 +128,7 @@ def jacobi_runner(cs, scene, mat, a) -> "ClothsimRunner":
 
 def clothsim_runner(cs, scene, mat, a, chebyshev_rho: float | None = None, **kw) -> ClothsimRunner:
     """clothsim for one scene with the command line's settings (--over-face-cos and --self-contact-bound apply
-    with self collision); ``kw``: the Jacobi curve's sweep, ω and name."""
+    with self collision); ``kw``: the Jacobi curve's sweep, ω and name, or ClothsimRunner's frame_dt."""
     return ClothsimRunner(cs, scene, mat, a.device, a.substeps, initial_guess_for(a, scene.kind),
                           a.chebyshev_rho if chebyshev_rho is None else chebyshev_rho, a.membrane_hessian,
                           a.cpu_threads, a.chebyshev_delay, a.chebyshev_cap, over_face=a.over_face_cos,
