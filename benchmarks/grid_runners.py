@@ -30,8 +30,10 @@ class ClothsimRunner:
                  chebyshev_delay: int = 1, chebyshev_cap: bool = False, sweep: str = "gauss-seidel",
                  jacobi_omega: float = 1.0, name: str = "clothsim", over_face: float = 0.0,
                  self_contact_bound: float | None = None, deterministic: bool | None = None,
-                 frame_dt: float = FRAME_DT):
+                 frame_dt: float = FRAME_DT, chebyshev_contacts: str | None = None):
         self.name = name
+        # Simulator(chebyshev_contacts=) when set (older trees, ab_frame.py's --a, have no such argument)
+        self.chebyshev_contacts = chebyshev_contacts
         self.frame_dt = frame_dt  # one step() advances this much, in ``substeps`` substeps
         # Simulator(deterministic=) when set (older trees, ab_frame.py's --a, have no such argument)
         self.deterministic = deterministic
@@ -73,7 +75,9 @@ class ClothsimRunner:
                                      # only when set: older trees (ab_frame.py's --a) have no such argument
                                      **({"self_contact_bound": self.self_contact_bound}
                                         if self.self_contact_bound is not None and sc.self_collision else {}),
-                                     **({"deterministic": self.deterministic} if self.deterministic is not None else {}))
+                                     **({"deterministic": self.deterministic} if self.deterministic is not None else {}),
+                                     **({"chebyshev_contacts": self.chebyshev_contacts}
+                                        if self.chebyshev_contacts is not None and sc.self_collision else {}))
         self.iterations = iterations
         self.x0 = self.sim.positions().copy()
         self.v0 = np.zeros_like(self.x0)

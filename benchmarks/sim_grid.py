@@ -132,7 +132,8 @@ def clothsim_runner(cs, scene, mat, a, chebyshev_rho: float | None = None, **kw)
     return ClothsimRunner(cs, scene, mat, a.device, a.substeps, initial_guess_for(a, scene.kind),
                           a.chebyshev_rho if chebyshev_rho is None else chebyshev_rho, a.membrane_hessian,
                           a.cpu_threads, a.chebyshev_delay, a.chebyshev_cap, over_face=a.over_face_cos,
-                          self_contact_bound=a.self_contact_bound, deterministic=a.deterministic, **kw)
+                          self_contact_bound=a.self_contact_bound, deterministic=a.deterministic,
+                          chebyshev_contacts=getattr(a, "chebyshev_contacts", None), **kw)
 
 
 def initial_guess_for(a, kind: str) -> str:
@@ -182,6 +183,8 @@ def _solver_key(a, scene, solver: str, frames: int) -> dict:
         bound = getattr(a, "self_contact_bound", None)
         if bound is not None and scene.self_collision:  # likewise
             key["self_contact_bound"] = bound
+        if getattr(a, "chebyshev_contacts", None) is not None and scene.self_collision:  # likewise
+            key["chebyshev_contacts"] = a.chebyshev_contacts
         if solver == JACOBI:
             key |= {"sweep": "jacobi", "jacobi": [a.jacobi_omega, a.jacobi_rho]}
     else:
@@ -328,6 +331,9 @@ def parse_args(argv=None):
     ap.add_argument("--chebyshev-cap", action=argparse.BooleanOptionalAction, default=True,
                     help="clothsim Simulator(chebyshev_cap=...): omega never above its limit 2/(1+sqrt(1-rho^2)) "
                     "(default on since session 12)")
+    ap.add_argument("--chebyshev-contacts", choices=["skip", "extrapolate"], default=None,
+                    help="clothsim Simulator(chebyshev_contacts=...) with self collision: whether the Chebyshev step "
+                    "skips vertices near other cloth (default: the Simulator's, skip, since session 34)")
     ap.add_argument("--membrane-hessian", choices=["neo-hookean", "stvk"], default="neo-hookean",
                     help="clothsim Simulator(membrane_hessian=...) (default neo-hookean: the cloth here swings)")
     ap.add_argument("--jacobi", action="store_true",
@@ -539,6 +545,7 @@ def main(argv=None):
                "frame_dt": FRAME_DT, "material": mat.__dict__ | {"shear_modulus": mat.shear_modulus},
                "initial_guess": {k: initial_guess_for(a, k) for k in kinds}, "chebyshev_rho": a.chebyshev_rho,
                "chebyshev_delay": a.chebyshev_delay, "chebyshev_cap": a.chebyshev_cap,
+               "chebyshev_contacts": a.chebyshev_contacts or "skip",
                "membrane_hessian": a.membrane_hessian, "tile_max_vertices": _vbd.TILE_MAX_VERTICES,
                "tile_max_contact_vertices": _vbd.TILE_MAX_CONTACT_VERTICES,
                "block_dim": _vbd.BLOCK_DIM, "cpu_threads": a.cpu_threads, "contact_lanes": _vbd.CONTACT_LANES,

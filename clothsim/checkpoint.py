@@ -37,6 +37,8 @@ def _fingerprint(sim) -> str:
         settings["chebyshev_delay"] = sim.chebyshev_delay
     if sim.chebyshev_cap:
         settings["chebyshev_cap"] = True
+    if sim.chebyshev_contacts != "skip":  # only when not the default (earlier checkpoints still load)
+        settings["chebyshev_contacts"] = sim.chebyshev_contacts
     if sim.self_contact_over_face:
         settings["self_contact_over_face"] = sim.self_contact_over_face
     if sim.self_contact_bound != BOUND_FRACTION:  # only when set (earlier checkpoints still load)

@@ -18,7 +18,7 @@ from .errors import InputError, SimulationError
 from .fabric import Fabric
 from .model import ClothModel
 from .solver.self_collision import BOUND_FRACTION
-from .solver.vbd import SolverVBD, default_cpu_threads
+from .solver.vbd import CHEBYSHEV_CONTACTS, SolverVBD, default_cpu_threads
 from .state import ClothState
 
 
@@ -57,8 +57,9 @@ class Simulator:
             sec. 3.7) with spectral radius estimate ρ; 0 = off (the default). On the swinging 32×32 sheet of
             benchmarks/sim_grid.py (neo-hookean block, damping 2 ms) ρ = 0.8 cut the error after 16
             iterations from 7.4e-3 m to 5.1e-3 m (ρ = 0.85: 4.4e-3 m). The converged solution is the same.
-            The extrapolation is not held to self-contact's conservative bound (the benchmark's fold ended
-            with 0 intersections with it, but nothing guarantees that), so leave it off for heavy folding.
+            The extrapolation is held to self-contact's conservative bound, the ground's floor and the
+            collider planes like every other position (position_limits.bounded); with self collision it
+            leaves out the vertices near other cloth (``chebyshev_contacts``).
         chebyshev_delay: plain sweeps of each substep before the acceleration starts (Wang 2015's S;
             default 0). Started from the first, far-off iterate, a large ρ overshoots (ρ = 0.9 left a 0.16 m
             error after 2 iterations on benchmarks/sim_grid.py's 64×64 sheet, ρ = 0.95 diverged); after one
@@ -76,6 +77,15 @@ class Simulator:
             64×64 benchmark sheet, 10 frames, ρ 0.93: error after 2/4/16/100 iterations 2.19e-2/1.58e-2/
             7.8e-3/1.6e-5 m capped with no delay, against 2.44e-2/1.59e-2/7.6e-3/1.7e-5 m uncapped with
             delay 1 and 2.19e-2/1.67e-2/9.6e-3/7.5e-4 m for ρ 0.8 uncapped.
+        chebyshev_contacts: with self_collision, which vertices the Chebyshev step moves: "skip" (the default)
+            leaves a vertex where its solve put it when the substep's detection found a non-adjacent primitive
+            within the search radius (thickness + contact_margin) of it, "extrapolate" moves every vertex. ρ is
+            an estimate for the elastic iteration; a vertex in a pile is held by contact pairs switching on
+            and off between iterates, where extrapolating overshoots and the conservative bound cuts the step
+            short. benchmarks/sim_grid.py's fold, N = 128, this project's 2-core CPU, 12 frames, error to the
+            100-iteration run, mean of 3 starts 1e-6 m apart (benchmarks/fold_spread.py, ρ 0.93, delay 1): 3 /
+            4 / 5 / 6 iterations 10.65 / 10.21 / 9.70 / 9.60 mm skipping, 11.20 / 11.53 / 10.89 / 10.44 mm
+            extrapolating, 10.81 / 10.54 / 10.61 / 10.52 mm without Chebyshev.
         membrane_hessian: the membrane's 3×3 block in each vertex's Newton step: "stvk" (its own Gauss–Newton
             block, the default: right for bending-dominated settling such as drapes and the cantilever) or
             "neo-hookean" (a stable Neo-Hookean tangent with the same small-strain stiffness: converges
@@ -165,7 +175,8 @@ class Simulator:
                  self_collision: bool = False, contact_stiffness: float = 1.0e4, contact_damping: float = 0.0,
                  contact_margin: float = 0.01,
                  friction_eps: float = 1.0e-2, initial_guess: str = "adaptive", chebyshev_rho: float = 0.0,
-                 chebyshev_delay: int = 0, chebyshev_cap: bool = False, membrane_hessian: str = "stvk",
+                 chebyshev_delay: int = 0, chebyshev_cap: bool = False, chebyshev_contacts: str = "skip",
+                 membrane_hessian: str = "stvk",
                  model: ClothModel | None = None, cpu_threads: int | None = None, sweep: str = "gauss-seidel",
                  jacobi_omega: float = 0.66, self_contact_over_face: float = 0.0,
                  self_contact_bound: float = BOUND_FRACTION, deterministic: bool = True):
@@ -222,6 +233,10 @@ class Simulator:
         if not isinstance(chebyshev_cap, (bool, np.bool_)):
             raise InputError(f"Simulator: chebyshev_cap must be True or False, got {chebyshev_cap!r}")
         self.chebyshev_cap = bool(chebyshev_cap)
+        if chebyshev_contacts not in CHEBYSHEV_CONTACTS:
+            raise InputError(f"Simulator: chebyshev_contacts must be one of {', '.join(map(repr, CHEBYSHEV_CONTACTS))}, "
+                             f"got {chebyshev_contacts!r}")
+        self.chebyshev_contacts = chebyshev_contacts
         if membrane_hessian not in ("stvk", "neo-hookean"):
             raise InputError(f"Simulator: membrane_hessian must be 'stvk' or 'neo-hookean', got {membrane_hessian!r}")
         self.membrane_hessian = membrane_hessian

@@ -120,7 +120,7 @@ def test_initial_guess_is_checked():
         cs.Simulator(cloth, device="cpu", initial_guess="previous")
 
 
-def _worst_bound_ratio(device, rho, sweep, frames=6):
+def _worst_bound_ratio(device, rho, sweep, frames=6, contacts="skip"):
     """Largest ratio, over vertices and frames, of a vertex's move in a substep to what the self-contact
     conservative bound allows it (``bound_fraction`` × its distance to the nearest non-adjacent primitive at
     the substep's detection). One substep a frame, so a frame's move is the substep's. A sheet thrown at
@@ -129,7 +129,7 @@ def _worst_bound_ratio(device, rho, sweep, frames=6):
     bottom = cs.Cloth.grid(size=(0.4, 0.4), resolution=(12, 12), fabric="cotton", center=(0.0, 0.1, 0.0), plane="xz")
     bottom.pin(list(range(bottom.vertex_count)))
     sim = cs.Simulator([top, bottom], device=device, substeps=1, iterations=10, chebyshev_rho=rho, sweep=sweep,
-                       self_collision=True, ground=0.0)
+                       self_collision=True, ground=0.0, chebyshev_contacts=contacts)
     v = np.zeros((sim.positions().shape[0], 3), np.float32)
     v[: top.vertex_count, 1] = -3.0
     v[: top.vertex_count, 0] = np.linspace(-1.0, 1.0, top.vertex_count)  # and sheared sideways
@@ -145,14 +145,79 @@ def _worst_bound_ratio(device, rho, sweep, frames=6):
     return worst
 
 
-@pytest.mark.parametrize("rho,sweep", [(0.93, "gauss-seidel"), (0.93, "jacobi"), (0.0, "jacobi")])
-def test_extrapolation_stays_inside_the_self_contact_bound(device, rho, sweep):
+@pytest.mark.parametrize("rho,sweep,contacts", [(0.93, "gauss-seidel", "extrapolate"), (0.93, "gauss-seidel", "skip"),
+                                               (0.93, "jacobi", "skip"), (0.0, "jacobi", "skip")])
+def test_extrapolation_stays_inside_the_self_contact_bound(device, rho, sweep, contacts):
     """The conservative bound (He Chen et al. 2024) keeps every pair from crossing within a substep only if
     every position a vertex takes stays in its ball. The Chebyshev step ω(x − x⁽ⁿ⁻²⁾) + x⁽ⁿ⁻²⁾ (ω up to ~1.5
     at ρ = 0.93) and Jacobi's over-relaxation start from points inside the ball and can end outside it:
     without bounding them again (position_limits.bounded) this scene moved vertices 2.63× (Gauss–Seidel) and 2.41×
     (Jacobi) as far as the bound allows, and 1.0004× (Jacobi, relaxation only) on this CPU. Reference: 1,
     up to float32 rounding (1e-4 relative and 0.1 µm)."""
-    worst = _worst_bound_ratio(device, rho, sweep)
-    print(f"\nrho {rho}, {sweep}: largest move / bound {worst:.6f}")
+    worst = _worst_bound_ratio(device, rho, sweep, contacts=contacts)
+    print(f"\nrho {rho}, {sweep}, {contacts}: largest move / bound {worst:.6f}")
     assert worst <= 1.0 + 1.0e-4
+
+
+def test_chebyshev_step_skips_vertices_near_other_cloth(device):
+    """kernels.chebyshev_kernel with Simulator(chebyshev_contacts="skip"): a vertex whose nearest non-adjacent
+    primitive at detection (min_dist) lies closer than the search radius keeps its solved position; the others
+    move to ω(x − x⁽ⁿ⁻²⁾) + x⁽ⁿ⁻²⁾ (exact: no bound, floor or collider reaches them here); either way the history
+    shifts. With a skip distance of 0 ("extrapolate") every vertex moves."""
+    import warp as wp
+
+    from clothsim.solver import kernels as K
+
+    r, omega = 0.006, 1.4
+    x0 = np.array([[0.0, 1.0, 0.0], [0.1, 1.0, 0.0], [0.2, 1.0, 0.0]], np.float32)
+    prev = x0 + np.float32(1e-4)
+    prev2 = x0 - np.float32(2e-4)
+    for skip, kept in ((r, [True, False, True]), (0.0, [False, False, False])):
+        arr = {k: wp.array(v, dtype=wp.vec3, device=device) for k, v in
+               (("x", x0), ("prev", prev), ("prev2", prev2), ("x_prev", x0), ("c", np.zeros((1, 3), np.float32)))}
+        # vertex 0 has a primitive 0.4 r away, vertex 1 none (min_dist stays at the radius), vertex 2 at 0.9999 r
+        min_dist = wp.array(np.array([0.4 * r, r, 0.9999 * r], np.float32), dtype=float, device=device)
+        wp.launch(K.chebyshev_kernel, 3, inputs=[3, 1, omega, wp.array(np.ones(3, np.float32), dtype=float, device=device),
+                                                 arr["x"], arr["prev"], arr["prev2"], 0, 0.0, arr["x_prev"], 1,
+                                                 min_dist, 1.0e6, arr["c"], arr["c"],
+                                                 wp.zeros(1, dtype=wp.int32, device=device), 0, skip], device=device)
+        x = arr["x"].numpy()
+        want = omega * (x0.astype(np.float64) - prev2) + prev2
+        for i in range(3):
+            expect = x0[i] if kept[i] else want[i]
+            np.testing.assert_allclose(x[i], expect, rtol=0, atol=1e-6, err_msg=f"skip distance {skip}, vertex {i}")
+        np.testing.assert_array_equal(arr["prev2"].numpy(), prev)
+        np.testing.assert_array_equal(arr["prev"].numpy(), x)
+
+
+def _squeeze_and_sheet(device, contacts):
+    """A free 12×12 sheet dropped 4 mm onto a pinned one (both 2 mm thick, so the pair is inside the search
+    radius from the start) beside a free sheet far from any other cloth, 10 iterations with Chebyshev."""
+    fab = "cotton"
+    free = cs.Cloth.grid(size=(0.1, 0.1), resolution=(12, 12), fabric=fab, center=(0.0, 0.104, 0.0), plane="xz")
+    base = cs.Cloth.grid(size=(0.12, 0.12), resolution=(12, 12), fabric=fab, center=(0.0, 0.1, 0.0), plane="xz")
+    base.pin(list(range(base.vertex_count)))
+    alone = cs.Cloth.grid(size=(0.1, 0.1), resolution=(12, 12), fabric=fab, center=(1.0, 0.5, 0.0), plane="xy")
+    alone.pin(alone.boundary("top"))
+    sim = cs.Simulator([free, base, alone], device=device, substeps=2, iterations=10, chebyshev_rho=0.93,
+                       chebyshev_delay=1, self_collision=True, contact_margin=0.004, chebyshev_contacts=contacts)
+    sim.step(3)
+    x = sim.positions()
+    n0, n1 = free.vertex_count, free.vertex_count + base.vertex_count
+    return x[:n0], x[n1:]
+
+
+def test_chebyshev_contacts_changes_only_the_vertices_near_other_cloth(device):
+    """Skipping and extrapolating give the same hanging sheet, bit for bit, where no other cloth is within the
+    search radius (its vertices' min_dist stays at the radius), and different piles where the dropped sheet
+    meets the pinned one."""
+    pile_skip, alone_skip = _squeeze_and_sheet(device, "skip")
+    pile_ext, alone_ext = _squeeze_and_sheet(device, "extrapolate")
+    np.testing.assert_array_equal(alone_skip, alone_ext)
+    assert not np.array_equal(pile_skip, pile_ext)
+
+
+def test_chebyshev_contacts_is_checked():
+    cloth = cs.Cloth.grid(size=(0.5, 0.5), resolution=(4, 4), fabric="cotton")
+    with pytest.raises(cs.InputError, match="chebyshev_contacts must be one of 'skip', 'extrapolate'"):
+        cs.Simulator(cloth, device="cpu", chebyshev_contacts="never")

@@ -600,14 +600,17 @@ def chebyshev_kernel(
     c_normal: wp.array(dtype=wp.vec3),
     c_active: wp.array(dtype=wp.int32),
     slots: int,
+    skip_dist: float,
 ):
     """Chebyshev step after an iteration: x ← ω(x − x⁽ⁿ⁻²⁾) + x⁽ⁿ⁻²⁾, kept inside the self-contact bound,
     outside the collider planes and above the ground's floor (:func:`bounded`: the extrapolation can carry a
-    vertex out of the ball the bound allows, and one resting on a surface through it); shift the history."""
+    vertex out of the ball the bound allows, and one resting on a surface through it); shift the history.
+    With self contact, a vertex whose nearest non-adjacent primitive at detection lies closer than
+    ``skip_dist`` (``min_dist``; 0: none) keeps its solved position (Simulator(chebyshev_contacts="skip"))."""
     t = wp.tid()
     for i in range(t * chunk, wp.min(t * chunk + chunk, count)):
         xn = x[i]
-        if inv_mass[i] > 0.0:
+        if inv_mass[i] > 0.0 and not (self_enabled != 0 and min_dist[i] < skip_dist):
             xn = bounded(omega * (xn - prev2[i]) + prev2[i], x_prev[i], i, self_enabled, min_dist, bound_fraction,
                          ground_enabled, ground_height, c_point, c_normal, c_active, slots)
             x[i] = xn

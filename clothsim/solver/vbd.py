@@ -84,6 +84,10 @@ CONTACT_LANES = 16
 ELASTIC_LANES = 16
 
 
+# Simulator(chebyshev_contacts=...): with self collision, whether the Chebyshev step skips the vertices that
+# the substep's detection found within the search radius of a non-adjacent primitive (min_dist below it)
+CHEBYSHEV_CONTACTS = ("skip", "extrapolate")
+
 # Simulator(initial_guess=...) -> predict_kernel's guess_mode
 GUESS_MODES = {"inertia": 0, "adaptive": 1, "extrapolate": 2}
 # initial_guess="extrapolate": the last substep's acceleration is clamped to this length [m/s²] (2 g). On the
@@ -286,6 +290,9 @@ class SolverVBD:
         # accelerated run (ω = 1 there: only the history x⁽⁰⁾, x⁽¹⁾ is recorded); with fewer than
         # delay + 2 iterations it has nothing to do
         cheb = rho > 0.0 and s.iterations > delay + 1
+        # chebyshev_contacts="skip": vertices with a primitive closer than the search radius keep the solve's position
+        cheb_skip = self.query_radius if (self.self_contacts is not None
+                                          and getattr(s, "chebyshev_contacts", "skip") == "skip") else 0.0
         # Jacobi sweeps (Simulator(sweep="jacobi")): one launch an iteration, the Chebyshev step inside it
         jacobi = s.sweep == "jacobi"
         for sub in range(S):
@@ -360,7 +367,7 @@ class SolverVBD:
                     self._launch(K.chebyshev_kernel, n, [omega, m.inv_mass, state.x, self.cheb_prev, self.cheb_prev2,
                                                          int(s.ground is not None), float(s.ground or 0.0), self.x_prev,
                                                          *cheb_bound, self.c_point, self.c_normal, self.c_active,
-                                                         slots],
+                                                         slots, cheb_skip],
                                  site=it)
             angles = nbend if sub + 1 < S else 0  # the next substep's start angles, within this frame
             self._launch(K.finish_substep_kernel, max(n, angles), [n, state.x, self.x_prev, h, state.v, self.bad, angles, m.bend,
