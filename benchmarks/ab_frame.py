@@ -41,8 +41,8 @@ def worker(a) -> None:
     from clothsim.scene import Drape
 
     assert os.path.dirname(os.path.abspath(cs.__file__)) == os.path.join(os.path.abspath(a.root), "clothsim"), cs.__file__
-    sa = parse_args(["--device", a.device, "--chebyshev-rho", str(a.chebyshev_rho),
-                     "--chebyshev-delay", str(a.chebyshev_delay)]
+    sa = parse_args(["--device", a.device, "--chebyshev-rho", str(a.chebyshev_rho)]
+                    + (["--chebyshev-delay", str(a.chebyshev_delay)] if a.chebyshev_delay is not None else [])
                     + (["--initial-guess", a.initial_guess] if a.initial_guess else [])
                     + (["--chebyshev-cap"] if a.chebyshev_cap else ["--no-chebyshev-cap"])
                     + ["--thickness", str(a.thickness), "--contact-margin", str(a.contact_margin)]
@@ -94,7 +94,8 @@ def main(argv=None) -> int:
     ap.add_argument("--runs", type=int, default=5, help="timed runs per case in a worker (median)")
     ap.add_argument("--rounds", type=int, default=3, help="A/B worker pairs (median over rounds)")
     ap.add_argument("--chebyshev-rho", type=float, default=0.93)
-    ap.add_argument("--chebyshev-delay", type=int, default=1)
+    ap.add_argument("--chebyshev-delay", type=int, default=None,
+                    help="default: sim_grid's per case (1 for the pinned sheet, 0 for the fold)")
     ap.add_argument("--chebyshev-cap", action=argparse.BooleanOptionalAction, default=True)
     ap.add_argument("--initial-guess", default=None, choices=["inertia", "adaptive", "extrapolate"],
                     help="clothsim's first guess (default: sim_grid's for each scene: extrapolate pinned, inertia fold)")
@@ -131,7 +132,8 @@ def main(argv=None) -> int:
     common = ["--device", a.device, "--sizes", ",".join(map(str, a.sizes)), "--drapes", ",".join(a.drapes),
               "--warmup-frames", str(a.warmup_frames),
               "--iterations", ",".join(map(str, a.iterations)), "--frames", str(a.frames), "--runs", str(a.runs),
-              "--chebyshev-rho", str(a.chebyshev_rho), "--chebyshev-delay", str(a.chebyshev_delay)]
+              "--chebyshev-rho", str(a.chebyshev_rho)]
+    common += ["--chebyshev-delay", str(a.chebyshev_delay)] if a.chebyshev_delay is not None else []
     common += ["--chebyshev-cap" if a.chebyshev_cap else "--no-chebyshev-cap", "--folds", ",".join(map(str, a.folds))]
     common += ["--initial-guess", a.initial_guess] if a.initial_guess else []
     common += ["--self-contact-bound", str(a.self_contact_bound)] if a.self_contact_bound is not None else []

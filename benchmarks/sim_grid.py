@@ -69,6 +69,7 @@ from grid_scenes import Scene, count_intersections, folded_fraction  # noqa: E40
 from newton_side import FRAME_DT, BenchMaterial, newton_available  # noqa: E402
 from grid_runners import (  # noqa: E402,F401  (trajectory, timing, ...: the other benchmarks import them from here)
     ClothsimRunner,
+    case_chebyshev_delay,
     NewtonRunner,
     contact_report,
     describe_contacts,
@@ -131,9 +132,14 @@ def clothsim_runner(cs, scene, mat, a, chebyshev_rho: float | None = None, **kw)
     with self collision); ``kw``: the Jacobi curve's sweep, ω and name, or ClothsimRunner's frame_dt."""
     return ClothsimRunner(cs, scene, mat, a.device, a.substeps, initial_guess_for(a, scene.kind),
                           a.chebyshev_rho if chebyshev_rho is None else chebyshev_rho, a.membrane_hessian,
-                          a.cpu_threads, a.chebyshev_delay, a.chebyshev_cap, over_face=a.over_face_cos,
+                          a.cpu_threads, chebyshev_delay_for(a, scene.kind), a.chebyshev_cap, over_face=a.over_face_cos,
                           self_contact_bound=a.self_contact_bound, deterministic=a.deterministic,
                           chebyshev_contacts=getattr(a, "chebyshev_contacts", None), **kw)
+
+
+def chebyshev_delay_for(a, kind: str) -> int:
+    """--chebyshev-delay if given, else the case's (grid_runners.case_chebyshev_delay)."""
+    return case_chebyshev_delay(kind) if getattr(a, "chebyshev_delay", None) is None else a.chebyshev_delay
 
 
 def initial_guess_for(a, kind: str) -> str:
@@ -175,7 +181,8 @@ def _solver_key(a, scene, solver: str, frames: int) -> dict:
         src = hashlib.sha256()
         for f in sorted(Path(scene.cs_root).rglob("*.py")):
             src.update(f.read_bytes())
-        key |= {"initial_guess": initial_guess_for(a, scene.kind), "chebyshev": [a.chebyshev_rho, a.chebyshev_delay,
+        key |= {"initial_guess": initial_guess_for(a, scene.kind), "chebyshev": [a.chebyshev_rho,
+                                                                                  chebyshev_delay_for(a, scene.kind),
                 a.chebyshev_cap], "membrane_hessian": a.membrane_hessian, "code": src.hexdigest()}
         over_face = getattr(a, "over_face_cos", FOLD_OVER_FACE) if scene.self_collision else 0.0
         if over_face:  # only when set, so that earlier references keep their names
@@ -325,9 +332,10 @@ def parse_args(argv=None):
     ap.add_argument("--chebyshev-rho", type=float, default=0.93,
                     help="clothsim Simulator(chebyshev_rho=...): Chebyshev acceleration of the iterations "
                     "(default 0.93; 0 = off; sessions before 11 used 0.8 with no delay)")
-    ap.add_argument("--chebyshev-delay", type=int, default=1,
+    ap.add_argument("--chebyshev-delay", type=int, default=None,
                     help="clothsim Simulator(chebyshev_delay=...): plain iterations before the acceleration starts "
-                    "(default 1)")
+                    "(default: 1 for the pinned sheet, 0 for the fold since session 34 (1 before), see "
+                    "grid_runners.case_chebyshev_delay)")
     ap.add_argument("--chebyshev-cap", action=argparse.BooleanOptionalAction, default=True,
                     help="clothsim Simulator(chebyshev_cap=...): omega never above its limit 2/(1+sqrt(1-rho^2)) "
                     "(default on since session 12)")
@@ -544,7 +552,7 @@ def main(argv=None):
                "newton": newton_info if have_newton else None, "substeps": a.substeps, "iterations": a.iterations,
                "frame_dt": FRAME_DT, "material": mat.__dict__ | {"shear_modulus": mat.shear_modulus},
                "initial_guess": {k: initial_guess_for(a, k) for k in kinds}, "chebyshev_rho": a.chebyshev_rho,
-               "chebyshev_delay": a.chebyshev_delay, "chebyshev_cap": a.chebyshev_cap,
+               "chebyshev_delay": {k: chebyshev_delay_for(a, k) for k in kinds}, "chebyshev_cap": a.chebyshev_cap,
                "chebyshev_contacts": a.chebyshev_contacts or "skip",
                "membrane_hessian": a.membrane_hessian, "tile_max_vertices": _vbd.TILE_MAX_VERTICES,
                "tile_max_contact_vertices": _vbd.TILE_MAX_CONTACT_VERTICES,
