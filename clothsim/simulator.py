@@ -79,7 +79,8 @@ class Simulator:
             delay 1 and 2.19e-2/1.67e-2/9.6e-3/7.5e-4 m for ρ 0.8 uncapped.
         chebyshev_contacts: with self_collision, which vertices the Chebyshev step moves: "skip" (the default)
             leaves a vertex where its solve put it when the substep's detection found a non-adjacent primitive
-            within the search radius (thickness + contact_margin) of it, "extrapolate" moves every vertex. ρ is
+            within the search radius (thickness + contact_margin) of it, "extrapolate" moves every vertex (this
+            applies to Gauss–Seidel sweeps; a Jacobi sweep does its step inside the solve and moves every vertex). ρ is
             an estimate for the elastic iteration; a vertex in a pile is held by contact pairs switching on
             and off between iterates, where extrapolating overshoots and the conservative bound cuts the step
             short. benchmarks/sim_grid.py's fold, N = 128, this project's 2-core CPU, 12 frames, error to the
