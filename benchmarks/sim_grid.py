@@ -69,8 +69,8 @@ from grid_scenes import Scene, count_intersections, folded_fraction  # noqa: E40
 from newton_side import FRAME_DT, BenchMaterial, newton_available  # noqa: E402
 from grid_runners import (  # noqa: E402,F401  (trajectory, timing, ...: the other benchmarks import them from here)
     ClothsimRunner,
-    case_chebyshev_delay,
     NewtonRunner,
+    case_chebyshev_delay,
     contact_report,
     describe_contacts,
     timing,
