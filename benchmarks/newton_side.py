@@ -381,10 +381,10 @@ class NewtonCloth:
                     kw["particle_edge_contact_buffer_size"] = int(edge_buffer)
                 # Newton holds each list kind in one int32 array of 2 × count × buffer entries; past 2³¹ − 1 Warp
                 # refuses it after minutes of set-up (N = 1024: 3.1M edges, so an edge buffer of at most 342)
-                for what, count, size in (("vertex", model.particle_count, vertex_buffer),
-                                          ("edge", model.edge_count, edge_buffer)):
+                for what, whats, count, size in (("vertex", "vertices", model.particle_count, vertex_buffer),
+                                                 ("edge", "edges", model.edge_count, edge_buffer)):
                     if size is not None and 2 * count * int(size) > 2**31 - 1:
-                        raise ValueError(f"Newton's {what} contact buffer of {size} per {what} over {count} {what}s "
+                        raise ValueError(f"Newton's {what} contact buffer of {size} per {what} over {count} {whats} "
                                          f"needs 2 x {count} x {size} > 2^31 - 1 int32 entries in one array; the "
                                          f"largest that fits is {(2**31 - 1) // (2 * count)}")
                 if topological_filter is not None:  # Newton's default 2: pairs within two edge rings left out
