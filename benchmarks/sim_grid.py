@@ -355,8 +355,9 @@ def parse_args(argv=None):
                     help="CUDA: colours up to this size get a half warp per vertex (clothsim.solver.vbd."
                     "TILE_MAX_VERTICES)")
     ap.add_argument("--tile-max-contact-vertices", type=int, default=None,
-                    help="CUDA: the same for the solve with contact pairs (clothsim.solver.vbd."
-                    "TILE_MAX_CONTACT_VERTICES)")
+                    help="CUDA: the same for the solve with contact pairs where the contact radius reaches "
+                    "clothsim.solver.vbd.TILE_CONTACT_RADIUS_EDGES median edges (clothsim.solver.vbd."
+                    "TILE_MAX_CONTACT_VERTICES; under that radius the solve with pairs follows --tile-max-vertices)")
     ap.add_argument("--block-dim", type=int, default=None,
                     help="CUDA: threads per block of the half-warp solve (clothsim.solver.vbd.BLOCK_DIM)")
     ap.add_argument("--cpu-threads", type=int, default=None,
@@ -556,6 +557,7 @@ def main(argv=None):
                "chebyshev_contacts": a.chebyshev_contacts or "skip",
                "membrane_hessian": a.membrane_hessian, "tile_max_vertices": _vbd.TILE_MAX_VERTICES,
                "tile_max_contact_vertices": _vbd.TILE_MAX_CONTACT_VERTICES,
+               "tile_contact_radius_edges": _vbd.TILE_CONTACT_RADIUS_EDGES,
                "block_dim": _vbd.BLOCK_DIM, "cpu_threads": a.cpu_threads, "contact_lanes": _vbd.CONTACT_LANES,
                "elastic_lanes": _vbd.ELASTIC_LANES, "vt_thread_min_vertices": _sc.VT_THREAD_MIN_VERTICES,
                "ee_thread_min_edges": _sc.EE_THREAD_MIN_EDGES,

@@ -97,6 +97,10 @@ class ClothModel:
         self.host_springs = springs
         edges, _ = unique_edges(tri)
         self.host_edges = edges
+        # the median rest edge length [m]: the scale the self-contact radius is compared with (the solve's CUDA
+        # launch shape, clothsim.solver.vbd.TILE_CONTACT_RADIUS_EDGES)
+        self.median_edge_length = (float(np.median(np.linalg.norm(x0[edges[:, 1]] - x0[edges[:, 0]], axis=1)))
+                                   if len(edges) else 0.0)
 
         # vertex -> element adjacency (CSR)
         self.host_v_tri_offsets, v_tri = csr(tri.ravel(), np.arange(tri.size), n)

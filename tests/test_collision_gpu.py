@@ -187,9 +187,9 @@ def test_warp_rank_lists_equal_the_insertion_sort():
 
 
 def test_one_thread_and_half_warp_contact_solves_agree(device, folded_cloth, monkeypatch):
-    """The solve with contact pairs in its two CUDA launch shapes: a half warp a vertex (every colour now:
-    clothsim.solver.vbd.TILE_MAX_CONTACT_VERTICES) and one thread a vertex (the shape colours above
-    TILE_MAX_VERTICES had until session 31, forced here with a threshold of 0). The same sums in another order:
+    """The solve with contact pairs in its two CUDA launch shapes: a half warp a vertex (every colour where the
+    contact radius reaches clothsim.solver.vbd.TILE_CONTACT_RADIUS_EDGES median edges) and one thread a vertex
+    (colours above TILE_MAX_VERTICES under that radius, forced here with a threshold of 0). The same sums in another order:
     the fold's 30 frames end apart by rounding that its buckling amplifies, bounded as for the unordered lists
     (RMS < 3 mm, at most 3 cm), and both with self-contact pairs and finite."""
     import clothsim as cs

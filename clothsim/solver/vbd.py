@@ -39,6 +39,14 @@ TILE_MAX_VERTICES = 32768
 # (benchmarks/kernel_profile.py, kernel_profile_h200_s31_fold1024_{untiled,tiled16,tiled32}.json). Frames 1-6,
 # before the cloth lands, were not timed.
 TILE_MAX_CONTACT_VERTICES = 2**31 - 1
+# ... but only where the lists are long: a contact radius (thickness + margin) of at least this many median
+# edges. Under it (a radius under the triangle altitude, what a run that must end without self-intersections
+# uses: README, Contacts) a vertex has few pairs, the half warp's sums cost more than the walk saves, and
+# colours above TILE_MAX_VERTICES take one thread a vertex. H200, fold N = 1024, 0.3 + 0.3 mm contact on
+# 0.98 mm edges, 12 frames, one thread against a half warp: 111.3 against 159.8 ms a frame at 1 iteration,
+# 122.9 against 242.2 at 2 (benchmarks/ab_frame.py, ab_frame_h200_s35_tile1024_r06.json); the 1.5 mm contact
+# above (1.53 edges) keeps the half warp.
+TILE_CONTACT_RADIUS_EDGES = 1.0
 
 # CPU: a colour is split over Simulator.cpu_threads threads (each runs one recorded Warp CPU launch over a
 # contiguous chunk; Warp releases the GIL while a CPU kernel runs) when every chunk gets at least this
@@ -568,12 +576,20 @@ class SolverVBD:
             *((0, state.x, 1.0, 1.0) if jacobi is None else (1, jacobi[1], float(s.jacobi_omega), float(jacobi[2]))),
         ]
 
+    def contact_tile_max_vertices(self) -> int:
+        """CUDA: the largest colour the solve with contact pairs runs a half warp a vertex on (read when a
+        frame is captured; a fabric change recaptures): TILE_MAX_CONTACT_VERTICES where the contact radius
+        reaches TILE_CONTACT_RADIUS_EDGES median edges, else TILE_MAX_VERTICES as without pairs."""
+        if self.query_radius >= TILE_CONTACT_RADIUS_EDGES * self.model.median_edge_length:
+            return TILE_MAX_CONTACT_VERTICES
+        return min(TILE_MAX_VERTICES, TILE_MAX_CONTACT_VERTICES)
+
     def _solve_color(self, state, start, count, h, slots, jacobi=None):
         """One colour on CUDA (the CPU sweeps go through _solve_cpu); with ``jacobi`` all free vertices."""
         m = self.model
         args = self._solve_args(state, h, slots, jacobi)
         pairs = self._pair_contacts()
-        if count <= (TILE_MAX_CONTACT_VERTICES if pairs else TILE_MAX_VERTICES):
+        if count <= (self.contact_tile_max_vertices() if pairs else TILE_MAX_VERTICES):
             lanes = K.WARP_LANES if (CONTACT_LANES if pairs else ELASTIC_LANES) == K.WARP_LANES else K.LANES
             per_block = BLOCK_DIM // lanes
             blocks = (count + per_block - 1) // per_block
