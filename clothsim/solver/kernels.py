@@ -606,12 +606,21 @@ def chebyshev_kernel(
     outside the collider planes and above the ground's floor (:func:`bounded`: the extrapolation can carry a
     vertex out of the ball the bound allows, and one resting on a surface through it); shift the history.
     With self contact, a vertex whose nearest non-adjacent primitive at detection lies closer than
-    ``skip_dist`` (``min_dist``; 0: none) keeps its solved position (Simulator(chebyshev_contacts="skip"))."""
+    ``skip_dist`` (``min_dist``; 0: none) keeps its solved position (Simulator(chebyshev_contacts="skip")).
+
+    x⁽ⁿ⁻²⁾ is held to the same limits first: the oldest history point of a substep is its first guess, which
+    the bound and the floor have not seen, and a vertex the bound stopped short of it (a sheet falling at the
+    speed cap) or the floor held above it was extrapolated back from the limit by (ω − 1) times that
+    excess (N = 32, 0.98 mm edges, 0.3 + 0.3 mm contact, standing sheet falling: 0.1457 m/s at 4 iterations and
+    0.1454 at 10 against the 0.1528 of the cap and of the runs without the step)."""
     t = wp.tid()
     for i in range(t * chunk, wp.min(t * chunk + chunk, count)):
         xn = x[i]
         if inv_mass[i] > 0.0 and not (self_enabled != 0 and min_dist[i] < skip_dist):
-            xn = bounded(omega * (xn - prev2[i]) + prev2[i], x_prev[i], i, self_enabled, min_dist, bound_fraction,
+            xp = x_prev[i]
+            p2 = bounded(prev2[i], xp, i, self_enabled, min_dist, bound_fraction, ground_enabled, ground_height,
+                         c_point, c_normal, c_active, slots)
+            xn = bounded(omega * (xn - p2) + p2, xp, i, self_enabled, min_dist, bound_fraction,
                          ground_enabled, ground_height, c_point, c_normal, c_active, slots)
             x[i] = xn
         prev2[i] = prev[i]
