@@ -167,6 +167,21 @@ def triangle_areas(verts: np.ndarray, tris: np.ndarray) -> np.ndarray:
 # --------------------------------------------------------------------------- mapping
 
 
+# Newton 1.8's dihedral bending (particle_vbd_kernels.evaluate_dihedral_angle_based_bending_force_hessian)
+# returns no force for a hinge whose triangle normal |(x2 - x0) x (x3 - x0)| (twice the triangle's area) is
+# under 1e-6 m^2: a grid with edges under 1 mm has no bending in Newton at all (the N = 1024 sheet of 1 m:
+# 0.978 mm edges, 9.56e-7 m^2)
+NEWTON_BEND_EPS = 1.0e-6
+
+
+def newton_hinges_without_bending(verts: np.ndarray, tris: np.ndarray) -> tuple[int, int]:
+    """(hinges whose bending Newton 1.8 skips at the rest shape, all interior hinges): see NEWTON_BEND_EPS."""
+    edges, edge_tris = interior_edges(tris, with_triangles=True)
+    twice_area = 2.0 * triangle_areas(verts, tris)
+    small = (twice_area[edge_tris[:, 0]] < NEWTON_BEND_EPS) | (twice_area[edge_tris[:, 1]] < NEWTON_BEND_EPS)
+    return int(small.sum()), len(edges)
+
+
 def newton_parameters(material: BenchMaterial, verts: np.ndarray, tris: np.ndarray) -> dict:
     """clothsim material -> Newton SolverVBD parameters (see newton_mapping.md).
 

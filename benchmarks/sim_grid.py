@@ -475,6 +475,14 @@ def compare_case(cs, scene, mat, a, log, runners=None, progress=None):
         log(f"  [{scene.kind} N={scene.n}] sensitivity: start moved by {SENSITIVITY_M:g} m ends "
             f"{out['sensitivity']['rms_vs_clothsim_ref_m']:.3e} m from the reference ({time.perf_counter() - t0:.1f}s)")
     out["reference_intersections"] = {k: count_intersections(v, scene.triangles)[0] for k, v in refs.items()}
+    if "newton" in runners:
+        from newton_side import newton_hinges_without_bending
+
+        skipped, hinges = newton_hinges_without_bending(scene.vertices, scene.triangles)
+        out["newton_hinges_without_bending"] = {"skipped": skipped, "hinges": hinges}
+        if skipped:
+            log(f"  [{scene.kind} N={scene.n}] WARNING: Newton's bending skips {skipped} of {hinges} hinges (triangles "
+                f"under its 1e-6 m^2 normal threshold, newton_side.NEWTON_BEND_EPS): not the same bending")
     sim = getattr(runners["clothsim"], "sim", None)
     cap = getattr(sim, "max_self_contact_speed", None)
     if cap is not None:  # the conservative bound's cap on any vertex (both solvers bound the same kind of way)

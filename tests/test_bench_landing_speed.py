@@ -37,3 +37,22 @@ def test_bad_size_is_refused(tmp_path):
     r, out = _run(tmp_path, "--size", "2")
     assert r.returncode != 0 and "--size" in r.stderr
     assert not out.exists()
+
+
+def test_newton_bending_threshold_is_counted():
+    """benchmarks/newton_side.newton_hinges_without_bending: Newton 1.8 skips a hinge's bending when twice a
+    triangle's area is under 1e-6 m^2, i.e. on grids with edges under 1 mm (the N = 1024 sheet of 1 m)."""
+    import numpy as np
+
+    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+    import clothsim as cs
+    from newton_side import newton_hinges_without_bending
+
+    def count(edge):
+        c = cs.Cloth.grid(size=(7 * edge, 7 * edge), resolution=(8, 8), fabric="cotton", plane="xy",
+                          diagonals="alternate")
+        return newton_hinges_without_bending(np.asarray(c.vertices, float), np.asarray(c.triangles))
+
+    skipped, hinges = count(0.00098)
+    assert hinges > 0 and skipped == hinges
+    assert count(0.00102)[0] == 0
