@@ -39,12 +39,13 @@ def test_bad_size_is_refused(tmp_path):
     assert not out.exists()
 
 
-def test_newton_bending_threshold_is_counted():
+def test_newton_bending_threshold_is_counted(monkeypatch):
     """benchmarks/newton_side.newton_hinges_without_bending: Newton 1.8 skips a hinge's bending when twice a
     triangle's area is under 1e-6 m^2, i.e. on grids with edges under 1 mm (the N = 1024 sheet of 1 m)."""
     import numpy as np
 
-    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+    # restored after the test: benchmarks/ has modules (render.py) that shadow the project's packages
+    monkeypatch.syspath_prepend(os.path.join(ROOT, "benchmarks"))
     import clothsim as cs
     from newton_side import newton_hinges_without_bending
 
