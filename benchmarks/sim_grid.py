@@ -37,7 +37,7 @@ and prints the time-to-reach tables for each clothsim curve and for the faster o
 Newton point.
 
 The material is isotropic (Newton's membrane has only two Lame parameters); the mapping is in
-benchmarks/newton_mapping.md and ``newton_side.newton_parameters``.
+benchmarks/newton_mapping.md and ``newton_mapping.newton_parameters``.
 
 Examples::
 
@@ -476,13 +476,13 @@ def compare_case(cs, scene, mat, a, log, runners=None, progress=None):
             f"{out['sensitivity']['rms_vs_clothsim_ref_m']:.3e} m from the reference ({time.perf_counter() - t0:.1f}s)")
     out["reference_intersections"] = {k: count_intersections(v, scene.triangles)[0] for k, v in refs.items()}
     if "newton" in runners:
-        from newton_side import newton_hinges_without_bending
+        from newton_mapping import newton_hinges_without_bending
 
         skipped, hinges = newton_hinges_without_bending(scene.vertices, scene.triangles)
         out["newton_hinges_without_bending"] = {"skipped": skipped, "hinges": hinges}
         if skipped:
             log(f"  [{scene.kind} N={scene.n}] WARNING: Newton's bending skips {skipped} of {hinges} hinges (triangles "
-                f"under its 1e-6 m^2 normal threshold, newton_side.NEWTON_BEND_EPS): not the same bending")
+                f"under its 1e-6 m^2 normal threshold, newton_mapping.NEWTON_BEND_EPS): not the same bending")
     sim = getattr(runners["clothsim"], "sim", None)
     cap = getattr(sim, "max_self_contact_speed", None)
     if cap is not None:  # the conservative bound's cap on any vertex (both solvers bound the same kind of way)

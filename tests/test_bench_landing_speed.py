@@ -40,14 +40,14 @@ def test_bad_size_is_refused(tmp_path):
 
 
 def test_newton_bending_threshold_is_counted(monkeypatch):
-    """benchmarks/newton_side.newton_hinges_without_bending: Newton 1.8 skips a hinge's bending when twice a
+    """benchmarks/newton_mapping.newton_hinges_without_bending: Newton 1.8 skips a hinge's bending when twice a
     triangle's area is under 1e-6 m^2, i.e. on grids with edges under 1 mm (the N = 1024 sheet of 1 m)."""
     import numpy as np
 
     # restored after the test: benchmarks/ has modules (render.py) that shadow the project's packages
     monkeypatch.syspath_prepend(os.path.join(ROOT, "benchmarks"))
     import clothsim as cs
-    from newton_side import newton_hinges_without_bending
+    from newton_mapping import newton_hinges_without_bending
 
     def count(edge):
         c = cs.Cloth.grid(size=(7 * edge, 7 * edge), resolution=(8, 8), fabric="cotton", plane="xy",

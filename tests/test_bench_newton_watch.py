@@ -9,6 +9,13 @@ import sys
 import numpy as np
 import warp as wp
 
+# newton_side imports its material mapping as a top-level module (benchmarks/ is on the path where it runs); load
+# that by file too rather than putting benchmarks/ on sys.path (its render.py would shadow the render package)
+_mspec = importlib.util.spec_from_file_location(
+    "newton_mapping", os.path.join(os.path.dirname(__file__), "..", "benchmarks", "newton_mapping.py"))
+sys.modules.setdefault("newton_mapping", importlib.util.module_from_spec(_mspec))
+if not hasattr(sys.modules["newton_mapping"], "newton_parameters"):
+    _mspec.loader.exec_module(sys.modules["newton_mapping"])
 _spec = importlib.util.spec_from_file_location(
     "bench_newton_side", os.path.join(os.path.dirname(__file__), "..", "benchmarks", "newton_side.py"))
 _ns = importlib.util.module_from_spec(_spec)
