@@ -6,7 +6,8 @@ bound x radius a substep (0.153 m/s here) and the sheet falls at that cap until 
 floor (frame 4-5). What each solver does after landing is what separates their converged references (session
 35, this 2-core CPU, N = 32: clothsim's top row 0.0375 / 0.0082 m/s over the two frames after landing at 1000
 iterations, Newton's 0.1518 / 0.1508): at these edges Newton 1.8 computes no bending at all (its 1e-6 m^2
-threshold on twice a triangle's area, newton_mapping.NEWTON_BEND_EPS; --edge 0.00103 is above it). Prints a table
+threshold on twice a triangle's area, newton_mapping.NEWTON_BEND_EPS; --edge 0.00103 is above it, and there
+Newton's top row stops too, 0.0370 / 0.0077 m/s at 1000 iterations, but topples sooner: session 36). Prints a table
 and writes JSON; Newton runs when the newton package is
 importable (.venv-newton here).
 
