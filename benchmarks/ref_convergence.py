@@ -46,8 +46,17 @@ def main(argv=None):
     ap = argparse.ArgumentParser(add_help=False)
     ap.add_argument("--runs-spec", default="extrapolate:500,extrapolate:2000,inertia:500")
     ap.add_argument("--case", choices=["pinned", "fold"], default="pinned")
+    ap.add_argument("--with", dest="extra", action="append", default=[], metavar="NAME=PATH",
+                    help="also compare an end state saved as .npy (e.g. a Newton reference from sim_grid's "
+                    "--ref-cache); repeatable")
     own, rest = ap.parse_known_args(argv)
     runs = parse_runs(own.runs_spec)
+    extra = {}
+    for item in own.extra:
+        name, _, path = item.partition("=")
+        if not name or not Path(path).is_file():
+            raise SystemExit(f"--with: {item!r} is not NAME=PATH of an existing .npy file")
+        extra[name] = np.load(path)
     a = sg.parse_args(rest)
     mat = sg.material_from(a)
     n = a.sizes[0]
@@ -67,7 +76,11 @@ def main(argv=None):
                          "rms_displacement_m": sg.rms(ends[(g, k)], scene.vertices)})
             print(f"{g} {k} it: {rows[-1]['seconds']:.1f} s, RMS displacement {rows[-1]['rms_displacement_m']:.4e} m",
                   flush=True)
-    names = [f"{g}:{k}" for g, k in ends]
+    for name, x in extra.items():
+        if x.shape != scene.vertices.shape:
+            raise SystemExit(f"--with {name}: shape {x.shape} is not this scene's {scene.vertices.shape}")
+        ends[name] = x
+    names = [f"{k[0]}:{k[1]}" if isinstance(k, tuple) else k for k in ends]
     dist = [[sg.rms(ends[p], ends[q]) for q in ends] for p in ends]
     print(f"\n{own.case} N = {n}, {a.size:g} m ({a.size / (n - 1) * 1e3:.3f} mm edges), "
           f"{frames} frames on {a.device}: RMS distance between the end states [m]\n")

@@ -1,6 +1,6 @@
 """benchmarks/ref_convergence.py: clothsim's trajectories from two first guesses (the inertial target, where
 Newton's VBD starts, and the extrapolated one) converge on one solution as the iterations grow, so the distance
-between them measures how far a comparison's reference is from converged; a malformed run list is refused."""
+between them measures how far a comparison's reference is from converged; a malformed run list or a missing --with file is refused."""
 
 import json
 import os
@@ -33,4 +33,7 @@ def test_first_guesses_meet_as_iterations_grow(tmp_path):
 def test_malformed_runs_are_refused(tmp_path):
     r, out = _run(tmp_path, "--runs-spec", "extrapolate:0", "--sizes", "12")
     assert r.returncode != 0 and "--runs-spec" in r.stderr
+    assert not out.exists()
+    r, out = _run(tmp_path, "--runs-spec", "inertia:1", "--with", "newton=" + str(tmp_path / "none.npy"), "--sizes", "12")
+    assert r.returncode != 0 and "--with" in r.stderr and "none.npy" in r.stderr
     assert not out.exists()
