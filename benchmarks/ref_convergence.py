@@ -15,7 +15,9 @@ material, frames via --compare-frames); the runs are: --runs-spec "extrapolate:5
 
 --with NAME=PATH adds an end state saved as .npy, e.g. Newton's reference from sim_grid's --ref-cache: on the same
 analogue Newton's 500- and 2000-iteration references lay 1.0-1.4 mm from clothsim's plain Gauss-Seidel runs from
-the inertial guess (--chebyshev-rho 0) and 9 mm from the extrapolated run (ref_convergence_cpu_2core_s36_n64_mm_plain.*).
+the inertial guess (--chebyshev-rho 0) and 9 mm from the extrapolated run
+(ref_convergence_cpu_2core_s36_n64_mm_plain.*). sim_grid.py --ref-initial-guess gives clothsim's reference its own
+first guess.
 """
 
 from __future__ import annotations

@@ -168,10 +168,11 @@ def save_array(path, x) -> None:
     os.replace(tmp, path)
 
 
-def _solver_key(a, scene, solver: str, frames: int) -> dict:
+def _solver_key(a, scene, solver: str, frames: int, reference: bool = False) -> dict:
     """What one solver's trajectories in one case depend on (case, N, size, substeps, reference iterations,
     frames, material, the solver's code: a hash of clothsim's sources, or Newton's version; and for clothsim
-    its solver settings, for its Jacobi curve also ω and ρ)."""
+    its solver settings, for its Jacobi curve also ω and ρ). ``reference``: the key of clothsim's reference,
+    whose first guess --ref-initial-guess may set apart from the sweep's."""
     import hashlib
 
     key = {"case": scene.kind, "N": scene.n, "size": scene.size, "substeps": a.substeps, "frame_dt": FRAME_DT,
@@ -194,6 +195,9 @@ def _solver_key(a, scene, solver: str, frames: int) -> dict:
             key["chebyshev_contacts"] = a.chebyshev_contacts
         if solver == JACOBI:
             key |= {"sweep": "jacobi", "jacobi": [a.jacobi_omega, a.jacobi_rho]}
+        if reference and solver == "clothsim" and getattr(a, "ref_initial_guess", None):
+            # only when set, so that earlier references keep their names
+            key |= {"initial_guess": a.ref_initial_guess, "ref_initial_guess": True}
     else:
         key["code"] = newton_available()[1]
         for k in ("newton_vertex_buffer", "newton_edge_buffer", "newton_self_contact_detection",
@@ -218,7 +222,7 @@ def ref_cache_path(a, scene, solver: str, frames: int) -> Path | None:
     with a time limit): the first computes and stores the references (--references-only), the next loads them."""
     if not a.ref_cache:
         return None
-    digest = _digest(_solver_key(a, scene, solver, frames))
+    digest = _digest(_solver_key(a, scene, solver, frames, reference=True))
     return Path(a.ref_cache) / f"ref_{scene.kind}_N{scene.n}_{solver}_it{a.ref_iterations}_f{frames}_{digest}.npy"
 
 
@@ -231,7 +235,7 @@ def point_cache_path(a, scene, solver: str, frames: int, timed: int, iterations:
         return None
     key = {"solver": _solver_key(a, scene, solver, frames), "iterations": iterations, "frames": frames,
            "timed_frames": timed, "runs": a.runs,
-           "refs": [_digest(_solver_key(a, scene, r, frames)) for r in ("clothsim", "newton")]}
+           "refs": [_digest(_solver_key(a, scene, r, frames, reference=True)) for r in ("clothsim", "newton")]}
     if a.warmup_frames is not None:  # only when set, so that earlier points keep their names
         key["warmup_frames"] = a.warmup_frames
     if getattr(a, "error_starts", 1) > 1:  # likewise
@@ -329,6 +333,10 @@ def parse_args(argv=None):
                     help="clothsim Simulator(initial_guess=...): where each substep's iterations start (default: "
                     "extrapolate for the pinned sheet, inertia for the fold, see initial_guess_for; sessions "
                     "before 12 used inertia for both, where Newton starts)")
+    ap.add_argument("--ref-initial-guess", choices=["inertia", "adaptive", "extrapolate"], default=None,
+                    help="first guess of clothsim's reference only (default: the sweep's, --initial-guess): on 1 mm "
+                    "edges a reference from the inertial guess is far from converged after thousands of iterations, "
+                    "one from the extrapolated guess much nearer (benchmarks/ref_convergence.py, session 36)")
     ap.add_argument("--chebyshev-rho", type=float, default=0.93,
                     help="clothsim Simulator(chebyshev_rho=...): Chebyshev acceleration of the iterations "
                     "(default 0.93; 0 = off; sessions before 11 used 0.8 with no delay)")
@@ -441,10 +449,19 @@ def compare_case(cs, scene, mat, a, log, runners=None, progress=None):
     # is taken earlier (--compare-frames)
     timed = max(frames, a.fold_frames) if scene.kind == "fold" else frames
     out = {"frames": frames, "timed_frames": min(timed, a.frames), "ref_iterations": a.ref_iterations, "sweep": {},
-           "error_starts": a.error_starts}
+           "error_starts": a.error_starts,
+           "reference_initial_guess": {
+               "clothsim": getattr(a, "ref_initial_guess", None) or initial_guess_for(a, scene.kind),
+               "newton": "inertia"}}
     progress = progress or (lambda _out: None)
     refs = {}
-    for name, r in runners.items():
+    ref_runners = dict(runners)
+    if getattr(a, "ref_initial_guess", None) and a.ref_initial_guess != initial_guess_for(a, scene.kind):
+        # clothsim's reference from its own first guess (--ref-initial-guess): at 1 mm edges sweeps from the
+        # inertial guess converge slowly (benchmarks/ref_convergence.py), from the extrapolated one much faster
+        ref_runners["clothsim"] = clothsim_runner(cs, scene, mat, argparse.Namespace(
+            **(vars(a) | {"initial_guess": a.ref_initial_guess})))
+    for name, r in ref_runners.items():
         if name not in ("clothsim", "newton"):  # a variant: the references are Gauss–Seidel's and Newton's
             continue
         path = ref_cache_path(a, scene, name, frames)
@@ -470,7 +487,7 @@ def compare_case(cs, scene, mat, a, log, runners=None, progress=None):
                            "relative": agree / disp if disp > 0 else None}
     if a.sensitivity:
         t0 = time.perf_counter()
-        xp = trajectory(runners["clothsim"], a.ref_iterations, frames, perturb=SENSITIVITY_M)
+        xp = trajectory(ref_runners["clothsim"], a.ref_iterations, frames, perturb=SENSITIVITY_M)
         out["sensitivity"] = {"perturbation_m": SENSITIVITY_M, "rms_vs_clothsim_ref_m": rms(xp, refs["clothsim"])}
         log(f"  [{scene.kind} N={scene.n}] sensitivity: start moved by {SENSITIVITY_M:g} m ends "
             f"{out['sensitivity']['rms_vs_clothsim_ref_m']:.3e} m from the reference ({time.perf_counter() - t0:.1f}s)")

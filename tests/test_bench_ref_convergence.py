@@ -1,6 +1,7 @@
 """benchmarks/ref_convergence.py: clothsim's trajectories from two first guesses (the inertial target, where
 Newton's VBD starts, and the extrapolated one) converge on one solution as the iterations grow, so the distance
-between them measures how far a comparison's reference is from converged; a malformed run list or a missing --with file is refused."""
+between them measures how far a comparison's reference is from converged; a malformed run list or a missing
+--with file is refused."""
 
 import json
 import os
@@ -34,6 +35,30 @@ def test_malformed_runs_are_refused(tmp_path):
     r, out = _run(tmp_path, "--runs-spec", "extrapolate:0", "--sizes", "12")
     assert r.returncode != 0 and "--runs-spec" in r.stderr
     assert not out.exists()
-    r, out = _run(tmp_path, "--runs-spec", "inertia:1", "--with", "newton=" + str(tmp_path / "none.npy"), "--sizes", "12")
+    missing = "newton=" + str(tmp_path / "none.npy")
+    r, out = _run(tmp_path, "--runs-spec", "inertia:1", "--with", missing, "--sizes", "12")
     assert r.returncode != 0 and "--with" in r.stderr and "none.npy" in r.stderr
     assert not out.exists()
+
+
+def test_reference_first_guess_has_its_own_cache_names(monkeypatch, tmp_path):
+    """sim_grid --ref-initial-guess gives clothsim's reference (only) its own first guess: its cached reference and
+    every sweep point measured against it get new names, Newton's reference keeps its name, and without the option
+    every name stays what it was (earlier caches stay valid)."""
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    monkeypatch.syspath_prepend(os.path.join(ROOT, "benchmarks"))
+    import sim_grid as sg
+
+    scene = SimpleNamespace(kind="fold", n=12, size=0.3, self_collision=True,
+                            cs_root=str(Path(ROOT, "clothsim")))
+    base = ["--ref-cache", str(tmp_path), "--sizes", "12"]
+    a0, a1 = sg.parse_args(base), sg.parse_args(base + ["--ref-initial-guess", "extrapolate"])
+    assert sg.initial_guess_for(a0, "fold") == "inertia"
+    assert sg.ref_cache_path(a0, scene, "clothsim", 3) != sg.ref_cache_path(a1, scene, "clothsim", 3)
+    assert sg.ref_cache_path(a0, scene, "newton", 3) == sg.ref_cache_path(a1, scene, "newton", 3)
+    for solver in ("clothsim", "newton"):
+        assert sg.point_cache_path(a0, scene, solver, 3, 3, 1) != sg.point_cache_path(a1, scene, solver, 3, 3, 1)
+    # the sweep's own key (its first guess) does not change
+    assert sg._solver_key(a0, scene, "clothsim", 3) == sg._solver_key(a1, scene, "clothsim", 3)
