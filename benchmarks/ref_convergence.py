@@ -1,5 +1,5 @@
-"""How converged a comparison's reference is: clothsim's pinned-sheet trajectory at several iteration counts and
-first guesses, each end state's RMS distance to the others.
+"""How converged a comparison's reference is: clothsim's trajectory (the pinned sheet, or --case fold) at several
+iteration counts and first guesses, each end state's RMS distance to the others.
 
 sim_grid.py measures errors against 500- or 1000-iteration references. Whether such a reference is the converged
 solution depends on the edge length far more than on N: the implicit step's mass term m/h^2 falls with the
@@ -49,13 +49,18 @@ def parse_runs(spec: str) -> list[tuple[str, int]]:
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(add_help=False)
-    ap.add_argument("--runs-spec", default="extrapolate:500,extrapolate:2000,inertia:500")
-    ap.add_argument("--case", choices=["pinned", "fold"], default="pinned")
+    ap = argparse.ArgumentParser(add_help=False, description=" ".join(__doc__.split("\n\n")[0].split()),
+                                 epilog="Every other option is sim_grid.py's (below).")
+    ap.add_argument("--runs-spec", default="extrapolate:500,extrapolate:2000,inertia:500",
+                    help="comma list of FIRST_GUESS:ITERATIONS runs (first guess inertia, extrapolate or adaptive)")
+    ap.add_argument("--case", choices=["pinned", "fold"], default="pinned", help="sim_grid's scene (default pinned)")
     ap.add_argument("--with", dest="extra", action="append", default=[], metavar="NAME=PATH",
                     help="also compare an end state saved as .npy (e.g. a Newton reference from sim_grid's "
                     "--ref-cache); repeatable")
     own, rest = ap.parse_known_args(argv)
+    if {"-h", "--help"} & set(rest):
+        ap.print_help()
+        print()
     runs = parse_runs(own.runs_spec)
     extra = {}
     for item in own.extra:

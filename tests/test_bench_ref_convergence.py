@@ -60,5 +60,7 @@ def test_reference_first_guess_has_its_own_cache_names(monkeypatch, tmp_path):
     assert sg.ref_cache_path(a0, scene, "newton", 3) == sg.ref_cache_path(a1, scene, "newton", 3)
     for solver in ("clothsim", "newton"):
         assert sg.point_cache_path(a0, scene, solver, 3, 3, 1) != sg.point_cache_path(a1, scene, solver, 3, 3, 1)
-    # the sweep's own key (its first guess) does not change
+    # the sweep's own key (its first guess) does not change, and without the option a reference's key is the
+    # one it had before the option existed (the sweep's)
     assert sg._solver_key(a0, scene, "clothsim", 3) == sg._solver_key(a1, scene, "clothsim", 3)
+    assert sg._solver_key(a0, scene, "clothsim", 3, reference=True) == sg._solver_key(a0, scene, "clothsim", 3)
