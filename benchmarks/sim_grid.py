@@ -335,8 +335,9 @@ def parse_args(argv=None):
                     "before 12 used inertia for both, where Newton starts)")
     ap.add_argument("--ref-initial-guess", choices=["inertia", "adaptive", "extrapolate"], default=None,
                     help="first guess of clothsim's reference only (default: the sweep's, --initial-guess): on 1 mm "
-                    "edges a reference from the inertial guess is far from converged after thousands of iterations, "
-                    "one from the extrapolated guess much nearer (benchmarks/ref_convergence.py, session 36)")
+                    "edges the pinned sheet's reference from the inertial guess is far from converged after thousands of "
+                    "iterations, one from the extrapolated guess much nearer; in the fold the guess changes the fall "
+                    "under the self-contact speed bound (benchmarks/ref_convergence.py, session 36)")
     ap.add_argument("--chebyshev-rho", type=float, default=0.93,
                     help="clothsim Simulator(chebyshev_rho=...): Chebyshev acceleration of the iterations "
                     "(default 0.93; 0 = off; sessions before 11 used 0.8 with no delay)")
