@@ -135,6 +135,14 @@ class NewtonRunner:
                         "self_contact_detection": self_contact_detection, "topological_filter": topological_filter}
         self.cloth = None
         self.iterations = None
+        self.initial_guess = "inertia"
+
+    def set_initial_guess(self, mode: str):
+        """Newton's first guess: "inertia" (its own) or "extrapolate" (clothsim's; NewtonCloth.set_initial_guess),
+        applied now if the model is built, else when it is."""
+        self.initial_guess = mode
+        if self.cloth is not None:
+            self.cloth.set_initial_guess(mode)
 
     def build(self, iterations: int):
         if self.cloth is None:
@@ -143,6 +151,8 @@ class NewtonRunner:
                                      substeps=self.substeps, iterations=iterations, ground=sc.ground,
                                      self_collision=sc.self_collision, frame_dt=self.frame_dt, graph=self.graph,
                                      **self.buffers)
+            if self.initial_guess != "inertia":
+                self.cloth.set_initial_guess(self.initial_guess)
         elif self.iterations != iterations:
             self.cloth.set_iterations(iterations)
         self.iterations = iterations

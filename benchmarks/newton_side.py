@@ -156,6 +156,39 @@ def _watch_kernel():
     return _WATCH_KERNEL
 
 
+_EXTRAPOLATE_KERNEL = None
+
+# NewtonCloth.set_initial_guess("extrapolate"): the last substep's acceleration is clamped to this length [m/s²],
+# clothsim's EXTRAPOLATE_MAX_ACC (2 g; clothsim/solver/vbd.py), so both solvers' extrapolated guesses are one formula
+EXTRAPOLATE_MAX_ACC = 2.0 * 9.80665
+
+
+def _extrapolate_kernel():
+    """The kernel that turns Newton's first guess into clothsim's extrapolated one (built on first use)."""
+    global _EXTRAPOLATE_KERNEL
+    if _EXTRAPOLATE_KERNEL is None:
+        import warp as wp
+
+        @wp.kernel
+        def extrapolate_first_guess(dt: float, max_acc: float, qd: wp.array(dtype=wp.vec3),
+                                    inv_mass: wp.array(dtype=float), v_last: wp.array(dtype=wp.vec3),
+                                    displacement: wp.array(dtype=wp.vec3)):
+            # Newton's forward_step left displacement = h·v + h²·g (its inertial guess, minus the step start);
+            # clothsim's predict_kernel guess_mode 2: h·v + h²·a, a = (v_t − v_{t−1})/h clamped to max_acc
+            i = wp.tid()
+            v = qd[i]
+            if inv_mass[i] > 0.0:
+                a = (v - v_last[i]) / dt
+                la = wp.length(a)
+                if la > max_acc:
+                    a = a * (max_acc / la)
+                displacement[i] = dt * v + (dt * dt) * a
+            v_last[i] = v
+
+        _EXTRAPOLATE_KERNEL = extrapolate_first_guess
+    return _EXTRAPOLATE_KERNEL
+
+
 def newton_available() -> tuple[bool, str]:
     """(True, version) when ``import newton`` works, else (False, reason)."""
     try:
@@ -219,6 +252,7 @@ class NewtonCloth:
         self.self_contact_detection = self_contact_detection
         self.ground = ground
         self.use_graph = bool(graph)
+        self.gravity = np.array([0.0, float(gravity), 0.0], dtype=np.float32)
         self.params = p = newton_parameters(material, verts, tris)
         self.n_particles = len(verts)
         self.tris = np.asarray(tris, dtype=np.int32)
@@ -327,6 +361,8 @@ class NewtonCloth:
                 self.contacts = self.collision_pipeline.contacts()
             self.graph = None
             self.q0 = self.state_0.particle_q.numpy().copy()
+            self.initial_guess = "inertia"
+            self._v_last = None
             self._capture()
 
     def _watch_lists(self):
@@ -417,6 +453,51 @@ class NewtonCloth:
         per_detection = 0.5 * s.dat_conservative_bound_relaxation * s._self_contact_query_radius / self.dt
         return per_detection * (2.0 if self.self_contact_detection == "pre-post-init" else 1.0)
 
+    def set_initial_guess(self, mode: str):
+        """Where each substep's iterations start: "inertia" (Newton's own, y = x + h·v + h²·g; the default and
+        what every timed run uses) or "extrapolate" (clothsim's extrapolated guess x + h·v + h²·a, a the last
+        substep's acceleration clamped to 2 g; for references only). At 1 mm edges Gauss–Seidel sweeps from
+        the inertial guess converge slowly (benchmarks/ref_convergence.py): this shows whether Newton's own
+        kernels, started where clothsim's are, end where clothsim's do. The guess is changed between
+        Newton's ``forward_step`` and its first truncation (the self-contact bound still applies to it); the
+        solver itself is untouched. The frame's graph is recaptured."""
+        if mode not in ("inertia", "extrapolate"):
+            raise ValueError(f"NewtonCloth.set_initial_guess: mode must be 'inertia' or 'extrapolate', got {mode!r}")
+        if mode == self.initial_guess:
+            return
+        wp, s = self.wp, self.solver
+        for name in ("_initialize_particles", "_penetration_free_truncation"):
+            s.__dict__.pop(name, None)  # back to the class's methods
+        if mode == "extrapolate":
+            if self._v_last is None:
+                self._v_last = wp.zeros(self.n_particles, dtype=wp.vec3, device=self.device)
+                self._reset_guess_history(self.state_0.particle_qd.numpy())
+            init, trunc = s._initialize_particles, s._penetration_free_truncation
+            first = []
+
+            def initialize(state_in, state_out, contacts, dt):
+                first.append(state_in)  # the next truncation is the first guess's
+                init(state_in, state_out, contacts, dt)
+
+            def truncate(state, contacts):
+                if first:
+                    state_in = first.pop()
+                    wp.launch(_extrapolate_kernel(), dim=self.n_particles,
+                              inputs=[float(self.dt), EXTRAPOLATE_MAX_ACC, state_in.particle_qd,
+                                      self.model.particle_inv_mass, self._v_last, s.particle_displacements],
+                              device=self.device)
+                trunc(state, contacts)
+
+            s._initialize_particles, s._penetration_free_truncation = initialize, truncate
+        self.initial_guess = mode
+        self._capture()
+
+    def _reset_guess_history(self, v):
+        """As clothsim's Simulator does on new velocities: v_{t-1} = v − h·g, so the next extrapolated guess is
+        the inertial one (a = g), not a guess without gravity."""
+        if self._v_last is not None:
+            self._v_last.assign((np.asarray(v, dtype=np.float32) - self.dt * self.gravity).astype(np.float32))
+
     def set_iterations(self, k: int):
         self.iterations = int(k)
         self.solver.iterations = int(k)
@@ -427,6 +508,7 @@ class NewtonCloth:
         for s in (self.state_0, self.state_1):
             s.particle_q.assign(self.q0)
             s.particle_qd.zero_()
+        self._reset_guess_history(np.zeros((self.n_particles, 3), dtype=np.float32))
         if self._watch is not None:
             self.watch_longest.zero_()
             self.watch_dropped.zero_()
@@ -450,6 +532,7 @@ class NewtonCloth:
         for s in (self.state_0, self.state_1):
             s.particle_q.assign(x)
             s.particle_qd.assign(v)
+        self._reset_guess_history(v)
         self.wp.synchronize_device(self.device)
 
     def step(self, frames: int = 1):

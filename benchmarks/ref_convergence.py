@@ -37,13 +37,14 @@ from grid_runners import trajectory  # noqa: E402
 from grid_scenes import Scene  # noqa: E402
 
 
-def parse_runs(spec: str) -> list[tuple[str, int]]:
+def parse_runs(spec: str, option: str = "--runs-spec",
+               guesses: tuple[str, ...] = ("inertia", "extrapolate", "adaptive")) -> list[tuple[str, int]]:
     """"guess:iterations,..." -> [(guess, iterations), ...], with a clear error for a malformed entry."""
     runs = []
-    for item in spec.split(","):
+    for item in spec.split(",") if spec else []:
         guess, _, its = item.partition(":")
-        if guess not in ("inertia", "extrapolate", "adaptive") or not its.isdigit() or int(its) < 1:
-            raise SystemExit(f"--runs-spec: {item!r} is not GUESS:ITERATIONS (GUESS inertia, extrapolate or adaptive)")
+        if guess not in guesses or not its.isdigit() or int(its) < 1:
+            raise SystemExit(f"{option}: {item!r} is not GUESS:ITERATIONS (GUESS {' or '.join(guesses)})")
         runs.append((guess, int(its)))
     return runs
 
@@ -53,6 +54,10 @@ def main(argv=None):
                                  epilog="Every other option is sim_grid.py's (below).")
     ap.add_argument("--runs-spec", default="extrapolate:500,extrapolate:2000,inertia:500",
                     help="comma list of FIRST_GUESS:ITERATIONS runs (first guess inertia, extrapolate or adaptive)")
+    ap.add_argument("--newton-runs-spec", default="",
+                    help="also Newton's SolverVBD (when importable): comma list of FIRST_GUESS:ITERATIONS, first guess "
+                    "inertia (Newton's own) or extrapolate (clothsim's, newton_side.NewtonCloth.set_initial_guess); "
+                    "named newton-GUESS:ITERATIONS")
     ap.add_argument("--case", choices=["pinned", "fold"], default="pinned", help="sim_grid's scene (default pinned)")
     ap.add_argument("--with", dest="extra", action="append", default=[], metavar="NAME=PATH",
                     help="also compare an end state saved as .npy (e.g. a Newton reference from sim_grid's "
@@ -62,6 +67,9 @@ def main(argv=None):
         ap.print_help()
         print()
     runs = parse_runs(own.runs_spec)
+    newton_runs = parse_runs(own.newton_runs_spec, "--newton-runs-spec", ("inertia", "extrapolate"))
+    if newton_runs and not sg.newton_available()[0]:
+        raise SystemExit(f"--newton-runs-spec: Newton is not importable here ({sg.newton_available()[1]})")
     extra = {}
     for item in own.extra:
         name, _, path = item.partition("=")
@@ -83,10 +91,20 @@ def main(argv=None):
                 continue
             t0 = time.perf_counter()
             ends[(g, k)] = trajectory(r, k, frames)
-            rows.append({"guess": g, "iterations": k, "seconds": time.perf_counter() - t0,
+            rows.append({"solver": "clothsim", "guess": g, "iterations": k, "seconds": time.perf_counter() - t0,
                          "rms_displacement_m": sg.rms(ends[(g, k)], scene.vertices)})
             print(f"{g} {k} it: {rows[-1]['seconds']:.1f} s, RMS displacement {rows[-1]['rms_displacement_m']:.4e} m",
                   flush=True)
+    if newton_runs:
+        r = sg.newton_runner(scene, mat, a)
+        for g, k in newton_runs:
+            r.set_initial_guess(g)
+            t0 = time.perf_counter()
+            ends[f"newton-{g}:{k}"] = trajectory(r, k, frames)
+            rows.append({"solver": "newton", "guess": g, "iterations": k, "seconds": time.perf_counter() - t0,
+                         "rms_displacement_m": sg.rms(ends[f"newton-{g}:{k}"], scene.vertices)})
+            print(f"newton {g} {k} it: {rows[-1]['seconds']:.1f} s, RMS displacement "
+                  f"{rows[-1]['rms_displacement_m']:.4e} m", flush=True)
     for name, x in extra.items():
         if x.shape != scene.vertices.shape:
             raise SystemExit(f"--with {name}: shape {x.shape} is not this scene's {scene.vertices.shape}")

@@ -205,6 +205,8 @@ def _solver_key(a, scene, solver: str, frames: int, reference: bool = False) -> 
             # only when set (earlier names stay valid)
             if getattr(a, k, None) is not None:
                 key[k] = getattr(a, k)
+        if reference and getattr(a, "newton_ref_initial_guess", None) not in (None, "inertia"):  # likewise
+            key["ref_initial_guess"] = a.newton_ref_initial_guess
     return key
 
 
@@ -338,6 +340,11 @@ def parse_args(argv=None):
                     "edges the pinned sheet's reference from the inertial guess is far from converged after thousands of "
                     "iterations, one from the extrapolated guess much nearer; in the fold the guess changes the fall "
                     "under the self-contact speed bound (benchmarks/ref_convergence.py, session 36)")
+    ap.add_argument("--newton-ref-initial-guess", choices=["inertia", "extrapolate"], default=None,
+                    help="first guess of Newton's reference only (default inertia, Newton's own; its timed sweep "
+                    "always starts there): extrapolate starts Newton's iterations at clothsim's extrapolated guess "
+                    "(newton_side.NewtonCloth.set_initial_guess), to check that both solvers' kernels end at the "
+                    "same solution when started alike")
     ap.add_argument("--chebyshev-rho", type=float, default=0.93,
                     help="clothsim Simulator(chebyshev_rho=...): Chebyshev acceleration of the iterations "
                     "(default 0.93; 0 = off; sessions before 11 used 0.8 with no delay)")
@@ -453,7 +460,7 @@ def compare_case(cs, scene, mat, a, log, runners=None, progress=None):
            "error_starts": a.error_starts,
            "reference_initial_guess": {
                "clothsim": getattr(a, "ref_initial_guess", None) or initial_guess_for(a, scene.kind),
-               "newton": "inertia"}}
+               "newton": getattr(a, "newton_ref_initial_guess", None) or "inertia"}}
     progress = progress or (lambda _out: None)
     refs = {}
     ref_runners = dict(runners)
@@ -473,7 +480,14 @@ def compare_case(cs, scene, mat, a, log, runners=None, progress=None):
             out.setdefault("references_loaded", {})[name] = str(path)
             continue
         t0 = time.perf_counter()
-        refs[name] = trajectory(r, a.ref_iterations, frames)
+        guess = getattr(a, "newton_ref_initial_guess", None) if name == "newton" else None
+        if guess not in (None, "inertia"):
+            r.set_initial_guess(guess)
+        try:
+            refs[name] = trajectory(r, a.ref_iterations, frames)
+        finally:
+            if guess not in (None, "inertia"):
+                r.set_initial_guess("inertia")  # the timed sweep: Newton as it comes
         log(f"  [{scene.kind} N={scene.n}] {name} reference ({a.ref_iterations} it, {frames} frames) "
             f"{time.perf_counter() - t0:.1f}s")
         rep = contact_report(r)
