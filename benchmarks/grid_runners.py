@@ -174,6 +174,9 @@ class NewtonRunner:
         """Positions and velocities (a state taken from another run)."""
         self.cloth.set_state(x, v)
 
+    def velocities(self):
+        return self.cloth.state_0.particle_qd.numpy().copy()
+
     def contact_report(self):
         """Newton's self-contact lists since the last reset: longest, buffer, pairs dropped (or None)."""
         return self.cloth.contact_report()

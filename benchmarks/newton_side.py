@@ -416,10 +416,16 @@ class NewtonCloth:
             self.state_0, self.state_1 = self.state_1, self.state_0
 
     def _capture(self):
-        """Capture one frame as a graph (substeps is even or odd: the swap is recorded too)."""
+        """Capture one frame as a graph. The states' swap after each substep happens in Python, so a graph reads and
+        writes the buffers it was captured with: with an even substep count a replay ends in the buffer it started
+        from, with an odd one it would read the first frame's start again at every replay. An odd count so runs
+        without a graph (capture_error says so)."""
         wp = self.wp
         self.graph = None
         if not self.use_graph:
+            return
+        if self.substeps % 2:
+            self.capture_error = f"{self.substeps} substeps a frame (odd): replays would restart from one buffer"
             return
         if self.device.is_cpu:
             # CPU graphs need the module compiled first and are only worth it when they

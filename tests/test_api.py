@@ -229,14 +229,16 @@ def test_self_contact_caps_the_free_speed(device):
 def test_unordered_self_contact_lists(device, folded_cloth):
     """Simulator(deterministic=False) leaves the self-contact lists in their appends' order (on CUDA one pass
     less a list kind, and runs differ by rounding: tests/test_collision_gpu.py). A cloth folded onto itself: the
-    lists hold the same pairs as the ordered run's at the same positions, the positions after 10 frames differ
+    lists hold the same pairs as the ordered run's at the same positions, the positions after 20 frames differ
     from the ordered run's by summation order only (< 5 mm: the fold amplifies rounding; on CUDA this small
     fold's appends arrived sorted, 0.0 on an H200), and on the CPU two runs are bit-identical (its
     appends come in one order). deterministic must be a bool."""
     def folded(**kw):
         c = folded_cloth((16, 8))
         sim = cs.Simulator(c, device=device, ground=0.0, self_collision=True, iterations=4, **kw)
-        sim.step(10)
+        # 20 frames: after 10 the two orders had ended 1.5e-8 m apart, and with the exact strain rate in the
+        # membrane damping (session 37) bit for bit the same (the pile's contacts had only begun)
+        sim.step(20)
         return sim
 
     a, b, ordered = folded(deterministic=False), folded(deterministic=False), folded()

@@ -1,0 +1,218 @@
+"""How converged one implicit step is, judged the same way for clothsim and for Newton's SolverVBD: both take one
+substep of length h from one shared state (x_t, v_t) at several iteration counts, and each end point x is scored
+by the residual of the step's equations, the gradient of the incremental potential
+
+    G(x) = sum_i m_i/(2h^2) |x_i - y_i|^2 + E_membrane(x) + E_bending(x) + E_damping(x; x_t) (+ ground),
+    y = x_t + h v_t + h^2 g,
+
+evaluated with clothsim's own element code (kernels.vertex_local and vertex_elastic: the material both solvers are
+configured for, benchmarks/newton_mapping.md). Per free vertex the force f_i = -dG/dx_i and its block step
+H_i^-1 f_i (how far a Newton step on that vertex alone would move it); the table prints the RMS of |f_i| over the RMS
+of the weights |m_i g| (0 at the exact solution, 1 = a force the size of gravity left unbalanced) and the RMS block
+step in metres, and each end point's RMS distance to clothsim's end point at the largest iteration count.
+
+Why: sim_grid.py measures errors against each solver's 500- or 1000-iteration reference, and at 1 mm edges those
+references disagree by several mm (benchmarks/ref_convergence.py). Which of them solves the equations is a question
+for the residual, not for either solver. The scene is sim_grid's (--case pinned or fold; self-contact pairs are not
+in the residual: for the fold it covers the elastic, inertial and ground terms only, so use it on the pinned sheet).
+The shared state is clothsim's after --compare-frames frames at sim_grid's --iterations (pass e.g. --iterations 500
+for a smooth one). With --trajectory there is no shared state: each solver runs the whole --compare-frames frames at
+each iteration count (what sim_grid's references are) and its own last substep is scored, i.e. how far each
+solver's reference is from solving its last step. Every other option is sim_grid.py's.
+
+    python benchmarks/step_residual.py --iterations-list 1,4,16,64,256,1000 --sizes 64 --size 0.0656 \\
+        --compare-frames 5 --json out/step_residual.json                     # clothsim only
+    .venv-newton/bin/python benchmarks/step_residual.py --newton ...          # and Newton
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import warp as wp
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import clothsim as cs  # noqa: E402
+import sim_grid as sg  # noqa: E402
+from clothsim.solver import kernels as K  # noqa: E402
+from grid_scenes import Scene  # noqa: E402
+
+wp.set_module_options({"enable_backward": False})
+
+
+@wp.kernel
+def step_residual_kernel(
+    x: wp.array(dtype=wp.vec3), x_prev: wp.array(dtype=wp.vec3), y: wp.array(dtype=wp.vec3),
+    normals: wp.array(dtype=wp.vec3), theta_prev: wp.array(dtype=float),
+    mass: wp.array(dtype=float), inv_mass: wp.array(dtype=float), vertex_area: wp.array(dtype=float),
+    vertex_cloth: wp.array(dtype=wp.int32),
+    tri: wp.array(dtype=wp.vec3i), tri_dm_inv: wp.array(dtype=wp.mat22), tri_area: wp.array(dtype=float),
+    v_tri_offsets: wp.array(dtype=wp.int32), v_tri: wp.array(dtype=wp.int32),
+    bend: wp.array(dtype=wp.vec4i), bend_k: wp.array(dtype=float), bend_rest: wp.array(dtype=float),
+    v_bend_offsets: wp.array(dtype=wp.int32), v_bend: wp.array(dtype=wp.int32),
+    spring: wp.array(dtype=wp.vec2i), spring_k: wp.array(dtype=float), v_spring_offsets: wp.array(dtype=wp.int32),
+    v_spring: wp.array(dtype=wp.int32),
+    mat_coef: wp.array(dtype=wp.vec4), mat_damping: wp.array(dtype=float), mat_friction: wp.array(dtype=float),
+    mat_thickness: wp.array(dtype=float),
+    h: float, drag: float, wind: wp.vec3, ground_enabled: int, ground_height: float,
+    contact_stiffness: float, contact_damping: float, friction_eps: float, nh_block: int,
+    c_point: wp.array(dtype=wp.vec3), c_normal: wp.array(dtype=wp.vec3), c_vel: wp.array(dtype=wp.vec3),
+    c_active: wp.array(dtype=wp.int32), slots: int,
+    force: wp.array(dtype=wp.vec3), step: wp.array(dtype=wp.vec3),
+):
+    """f_i = −∂G/∂x_i at x and the block step H_i⁻¹f_i, as the solve kernel forms them (no contact pairs)."""
+    i = wp.tid()
+    if inv_mass[i] == 0.0:
+        force[i] = wp.vec3(0.0)
+        step[i] = wp.vec3(0.0)
+        return
+    ci = vertex_cloth[i]
+    fe, He = K.vertex_elastic(i, 0, 1, x, x_prev, theta_prev, tri, tri_dm_inv, tri_area, v_tri_offsets, v_tri, bend,
+                              bend_k, bend_rest, v_bend_offsets, v_bend, mat_coef[ci], mat_damping[ci] / h, nh_block)
+    fl, Hl = K.vertex_local(i, x, x_prev, y, normals, mass, vertex_area, spring, spring_k, v_spring_offsets, v_spring,
+                            h, drag, wind, ground_enabled, ground_height, mat_thickness[ci], contact_stiffness,
+                            mat_friction[ci], friction_eps, contact_stiffness * contact_damping, c_point, c_normal,
+                            c_vel, c_active, slots)
+    f = fe + fl
+    dx, ok = K.block_step(He + Hl, f)
+    force[i] = f
+    step[i] = dx
+
+
+def step_residual(sim, x_t, v_t, x) -> dict:
+    """The residual of the substep (x_t, v_t) -> x of ``sim``'s cloth (a clothsim Simulator: its model, material and
+    step length h = dt / substeps): {"force_rel": RMS |f_i| / RMS |m_i g|, "step_m": RMS |H_i⁻¹ f_i|,
+    "step_max_m": max |H_i⁻¹ f_i|} over the free vertices."""
+    solver, m, s = sim.solver, sim.solver.model, sim
+    dev = m.device
+    h = s.dt / s.substeps
+    n = m.particle_count
+    inv_mass = m.inv_mass.numpy()
+    free = inv_mass > 0.0
+    x_t, v_t, x = (np.asarray(a, dtype=np.float32).reshape(n, 3) for a in (x_t, v_t, x))
+    g = np.asarray(s.gravity, dtype=np.float32)
+    y = np.where(free[:, None], x_t + h * v_t + (h * h) * g, x_t).astype(np.float32)
+    xa, xpa, ya = (wp.array(a, dtype=wp.vec3, device=dev) for a in (x, x_t, y))
+    theta = wp.zeros(len(m.host_bend), dtype=float, device=dev)
+    normals = wp.zeros(n, dtype=wp.vec3, device=dev)
+    if len(m.host_bend):
+        wp.launch(K.edge_angles_kernel, len(m.host_bend), inputs=[len(m.host_bend), 1, xpa, m.bend, theta], device=dev)
+    wp.launch(K.vertex_normals_kernel, n, inputs=[xpa, m.tri, m.v_tri_offsets, m.v_tri], outputs=[normals], device=dev)
+    force = wp.zeros(n, dtype=wp.vec3, device=dev)
+    stepv = wp.zeros(n, dtype=wp.vec3, device=dev)
+    slots = len(solver.colliders)
+    wp.launch(step_residual_kernel, n, inputs=[
+        xa, xpa, ya, normals, theta, m.mass, m.inv_mass, m.vertex_area, m.vertex_cloth,
+        m.tri, m.tri_dm_inv, m.tri_area, m.v_tri_offsets, m.v_tri,
+        m.bend, m.bend_k, m.bend_rest, m.v_bend_offsets, m.v_bend,
+        m.spring, m.spring_k, m.v_spring_offsets, m.v_spring,
+        m.mat_coef, m.mat_damping, m.mat_friction, m.mat_thickness,
+        h, s.drag, wp.vec3(*s.wind), int(s.ground is not None), float(s.ground or 0.0),
+        s.contact_stiffness, s.contact_damping, s.friction_eps, int(s.membrane_hessian == "neo-hookean"),
+        solver.c_point, solver.c_normal, solver.c_vel, solver.c_active, slots], outputs=[force, stepv], device=dev)
+    f, d = force.numpy()[free].astype(np.float64), stepv.numpy()[free].astype(np.float64)
+    weight = m.mass.numpy()[free].astype(np.float64) * float(np.linalg.norm(g))
+    fl, dl = np.linalg.norm(f, axis=1), np.linalg.norm(d, axis=1)
+    return {"force_rel": float(np.sqrt(np.mean(fl ** 2)) / np.sqrt(np.mean(weight ** 2))),
+            "step_m": float(np.sqrt(np.mean(dl ** 2))), "step_max_m": float(dl.max())}
+
+
+def parse_counts(text: str) -> list[int]:
+    try:
+        counts = [int(t) for t in text.split(",") if t.strip()]
+    except ValueError:
+        counts = []
+    if not counts or min(counts) < 1:
+        raise SystemExit(f"--iterations-list: {text!r} is not a comma list of positive iteration counts")
+    return counts
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(add_help=False, description=" ".join(__doc__.split("\n\n")[0].split()),
+                                 epilog="Every other option is sim_grid.py's (below).")
+    ap.add_argument("--iterations-list", default="1,4,16,64,256,1000",
+                    help="comma list of iteration counts for the one substep (default 1,4,16,64,256,1000)")
+    ap.add_argument("--newton", action="store_true", help="also Newton's SolverVBD (needs newton importable)")
+    ap.add_argument("--trajectory", action="store_true",
+                    help="score each solver's own last substep after --compare-frames frames at each count (a "
+                    "reference's residual) instead of one substep from a shared state")
+    ap.add_argument("--case", choices=["pinned", "fold"], default="pinned", help="sim_grid's scene (default pinned)")
+    own, rest = ap.parse_known_args(argv)
+    if {"-h", "--help"} & set(rest):
+        ap.print_help()
+        print()
+    counts = parse_counts(own.iterations_list)
+    if own.newton and not sg.newton_available()[0]:
+        raise SystemExit(f"--newton: Newton is not importable here ({sg.newton_available()[1]})")
+    a = sg.parse_args(rest)
+    mat = sg.material_from(a)
+    n = a.sizes[0]
+    frames = a.compare_frames or 5
+    scene = Scene(cs, own.case, n, a.size, mat)
+    h = sg.FRAME_DT / a.substeps
+    x_t = v_t = None
+    if not own.trajectory:  # the shared start: clothsim's state after ``frames`` frames at --iterations
+        t0 = time.perf_counter()
+        start = sg.clothsim_runner(cs, scene, mat, a)
+        start.build(a.iterations)
+        start.reset()
+        for _ in range(frames):
+            start.step()
+        x_t, v_t = start.positions(), start.velocities()
+        print(f"start: clothsim after {frames} frames at {a.iterations} iterations "
+              f"({time.perf_counter() - t0:.1f} s)", flush=True)
+    # one substep of length h per step() call
+    one = argparse.Namespace(**(vars(a) | {"substeps": 1}))
+    runners = {"clothsim": sg.clothsim_runner(cs, scene, mat, one, frame_dt=h)}
+    if own.newton:
+        runners["newton"] = sg.newton_runner(scene, mat, one, frame_dt=h)
+    ends, rows = {}, []
+    judge = None
+    for name, r in runners.items():
+        for k in counts:
+            r.build(k)
+            r.reset()
+            t0 = time.perf_counter()
+            if own.trajectory:  # the solver's own trajectory up to its last substep (frames x substeps steps of h)
+                for _ in range(frames * a.substeps - 1):
+                    r.step()
+                xs, vs = r.positions(), r.velocities()
+            else:
+                xs, vs = x_t, v_t
+                r.set_state(x_t, v_t)
+            r.step()
+            r.sync()
+            secs = time.perf_counter() - t0
+            ends[(name, k)] = x = r.positions()
+            if judge is None:
+                judge = runners["clothsim"].sim  # clothsim's model and material score every end point
+            res = step_residual(judge, xs, vs, x)
+            rows.append({"solver": name, "iterations": k, "seconds": secs,
+                         "rms_move_m": sg.rms(x, xs), **res})
+            print(f"{name} {k} it: force residual {res['force_rel']:.3e} of the weight, block step "
+                  f"{res['step_m']:.3e} m (max {res['step_max_m']:.3e})", flush=True)
+    best = ends[("clothsim", max(counts))]
+    for row in rows:
+        row["rms_to_clothsim_best_m"] = sg.rms(ends[(row["solver"], row["iterations"])], best)
+    what = (f"each solver's own last substep of {h * 1e3:.3f} ms after {frames} frames" if own.trajectory else
+            f"one substep of {h * 1e3:.3f} ms from clothsim's state after {frames} frames at {a.iterations} iterations")
+    print(f"\n{own.case} N = {n}, {a.size:g} m ({a.size / (n - 1) * 1e3:.3f} mm edges), {what}, on {a.device}\n")
+    print("| solver | iterations | force residual / weight | RMS block step [m] | max block step [m] | "
+          f"RMS distance to clothsim at {max(counts)} it [m] | RMS move in the substep [m] |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for row in rows:
+        print(f"| {row['solver']} | {row['iterations']} | {row['force_rel']:.3e} | {row['step_m']:.3e} | "
+              f"{row['step_max_m']:.3e} | {row['rms_to_clothsim_best_m']:.3e} | {row['rms_move_m']:.3e} |")
+    sg.save_json(a.json, {"case": own.case, "N": n, "size_m": a.size, "frames": frames, "device": a.device,
+                          "substep_s": h, "trajectory": own.trajectory,
+                          "start_iterations": None if own.trajectory else a.iterations, "rows": rows})
+    print(f"\nJSON: {a.json}")
+
+
+if __name__ == "__main__":
+    main()
