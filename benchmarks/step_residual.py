@@ -49,8 +49,8 @@ wp.set_module_options({"enable_backward": False})
 def step_residual_kernel(
     x: wp.array(dtype=wp.vec3), x_prev: wp.array(dtype=wp.vec3), y: wp.array(dtype=wp.vec3),
     normals: wp.array(dtype=wp.vec3), theta_prev: wp.array(dtype=float),
-    mass: wp.array(dtype=float), inv_mass: wp.array(dtype=float), vertex_area: wp.array(dtype=float),
-    vertex_cloth: wp.array(dtype=wp.int32),
+    # SolverVBD.element_args
+    mass: wp.array(dtype=float), vertex_area: wp.array(dtype=float), vertex_cloth: wp.array(dtype=wp.int32),
     tri: wp.array(dtype=wp.vec3i), tri_dm_inv: wp.array(dtype=wp.mat22), tri_area: wp.array(dtype=float),
     v_tri_offsets: wp.array(dtype=wp.int32), v_tri: wp.array(dtype=wp.int32),
     bend: wp.array(dtype=wp.vec4i), bend_k: wp.array(dtype=float), bend_rest: wp.array(dtype=float),
@@ -63,7 +63,7 @@ def step_residual_kernel(
     contact_stiffness: float, contact_damping: float, friction_eps: float, nh_block: int,
     c_point: wp.array(dtype=wp.vec3), c_normal: wp.array(dtype=wp.vec3), c_vel: wp.array(dtype=wp.vec3),
     c_active: wp.array(dtype=wp.int32), slots: int,
-    force: wp.array(dtype=wp.vec3), step: wp.array(dtype=wp.vec3),
+    inv_mass: wp.array(dtype=float), force: wp.array(dtype=wp.vec3), step: wp.array(dtype=wp.vec3),
 ):
     """f_i = −∂G/∂x_i at x and the block step H_i⁻¹f_i, as the solve kernel forms them (no contact pairs)."""
     i = wp.tid()
@@ -105,16 +105,9 @@ def step_residual(sim, x_t, v_t, x) -> dict:
     wp.launch(K.vertex_normals_kernel, n, inputs=[xpa, m.tri, m.v_tri_offsets, m.v_tri], outputs=[normals], device=dev)
     force = wp.zeros(n, dtype=wp.vec3, device=dev)
     stepv = wp.zeros(n, dtype=wp.vec3, device=dev)
-    slots = len(solver.colliders)
-    wp.launch(step_residual_kernel, n, inputs=[
-        xa, xpa, ya, normals, theta, m.mass, m.inv_mass, m.vertex_area, m.vertex_cloth,
-        m.tri, m.tri_dm_inv, m.tri_area, m.v_tri_offsets, m.v_tri,
-        m.bend, m.bend_k, m.bend_rest, m.v_bend_offsets, m.v_bend,
-        m.spring, m.spring_k, m.v_spring_offsets, m.v_spring,
-        m.mat_coef, m.mat_damping, m.mat_friction, m.mat_thickness,
-        h, s.drag, wp.vec3(*s.wind), int(s.ground is not None), float(s.ground or 0.0),
-        s.contact_stiffness, s.contact_damping, s.friction_eps, int(s.membrane_hessian == "neo-hookean"),
-        solver.c_point, solver.c_normal, solver.c_vel, solver.c_active, slots], outputs=[force, stepv], device=dev)
+    elements = solver.element_args(h, len(solver.colliders))
+    wp.launch(step_residual_kernel, n, inputs=[xa, xpa, ya, normals, theta, *elements, m.inv_mass],
+              outputs=[force, stepv], device=dev)
     f, d = force.numpy()[free].astype(np.float64), stepv.numpy()[free].astype(np.float64)
     weight = m.mass.numpy()[free].astype(np.float64) * float(np.linalg.norm(g))
     fl, dl = np.linalg.norm(f, axis=1), np.linalg.norm(d, axis=1)

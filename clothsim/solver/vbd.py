@@ -561,7 +561,20 @@ class SolverVBD:
         if jacobi is not None and self.self_contacts is not None:
             self_args = [*self_args[:-1], x_in]  # same-colour partners: every vertex reads the sweep's input
         return [
-            x_in, self.x_prev, self.y, self.normals, self.theta_prev,
+            x_in, self.x_prev, self.y, self.normals, self.theta_prev, *self.element_args(h, slots),
+            m.edges, m.v_edge_offsets, m.v_edge,
+            *(self.collider_contacts.kernel_args() if self.collider_contacts is not None else self._collider_off_args),
+            *self_args,
+            *((0, state.x, 1.0, 1.0) if jacobi is None else (1, jacobi[1], float(s.jacobi_omega), float(jacobi[2]))),
+        ]
+
+    def element_args(self, h, slots) -> list:
+        """The solve kernel's arguments from ``mass`` to ``slots``: the model's element arrays, the materials, the
+        substep h, the environment and the collider contact planes (also what benchmarks/step_residual.py's kernel
+        takes after the state, to score a step with the same element code)."""
+        m = self.model
+        s = self.s
+        return [
             m.mass, m.vertex_area, m.vertex_cloth,
             m.tri, m.tri_dm_inv, m.tri_area, m.v_tri_offsets, m.v_tri,
             m.bend, m.bend_k, m.bend_rest, m.v_bend_offsets, m.v_bend,
@@ -570,10 +583,6 @@ class SolverVBD:
             h, s.drag, wp.vec3(*s.wind), int(s.ground is not None), float(s.ground or 0.0),
             s.contact_stiffness, s.contact_damping, s.friction_eps, int(s.membrane_hessian == "neo-hookean"),
             self.c_point, self.c_normal, self.c_vel, self.c_active, slots,
-            m.edges, m.v_edge_offsets, m.v_edge,
-            *(self.collider_contacts.kernel_args() if self.collider_contacts is not None else self._collider_off_args),
-            *self_args,
-            *((0, state.x, 1.0, 1.0) if jacobi is None else (1, jacobi[1], float(s.jacobi_omega), float(jacobi[2]))),
         ]
 
     def contact_tile_max_vertices(self) -> int:
