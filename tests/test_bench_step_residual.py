@@ -5,6 +5,9 @@
   by 1 mm off y it is m/h²·1 mm per vertex, 0.37 of the weight at h = 1/600 s (m/h²·d / (m·g) = d/(h²·g)).
 - convergence: from a shared moving state, clothsim's substep leaves a residual that falls as the iterations grow
   (12 x 12 sheet of 0.3 m; on this CPU 1.9 of the weight after 1 iteration, 7.5e-3 from 64 on, the float32 floor).
+- the projected step (one Jacobi sweep of the solve kernel from the end point, bound and contacts included) is the
+  block step H⁻¹f where nothing binds (the pinned sheet, 1 iteration: the same to 1 %); on the fold (ground, self
+  contact, speed bound; each solver's own last substep, --trajectory) it falls with the iterations too.
 - a malformed --iterations-list is refused and nothing is written.
 """
 
@@ -55,6 +58,16 @@ def test_residual_falls_with_iterations(tmp_path):
     assert rows[4]["force_rel"] < 0.6 * rows[1]["force_rel"], rows
     assert rows[64]["force_rel"] < 0.02, rows  # ... 64 leave rounding
     assert rows[64]["rms_to_clothsim_best_m"] == 0.0 and rows[1]["rms_to_clothsim_best_m"] > 1e-6
+    assert abs(rows[1]["projected_m"] - rows[1]["step_m"]) < 0.01 * rows[1]["step_m"], rows[1]
+
+
+def test_projected_step_on_the_fold(tmp_path):
+    # 16 x 16 fold (1 m, 6 frames, bound 0.425): on this CPU 1.15e-6 m after 4 iterations, 2.5e-9 m after 32
+    r, out = _run(tmp_path, "--case", "fold", "--trajectory", "--iterations-list", "4,32", "--sizes", "16",
+                  "--compare-frames", "6", "--self-contact-bound", "0.425")
+    assert r.returncode == 0, r.stderr[-3000:]
+    rows = {row["iterations"]: row for row in json.loads(out.read_text())["rows"]}
+    assert rows[32]["projected_m"] < 0.05 * rows[4]["projected_m"], rows
 
 
 def test_malformed_iteration_list_is_refused(tmp_path):
