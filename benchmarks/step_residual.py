@@ -91,7 +91,8 @@ def step_residual_kernel(
 def step_residual(sim, x_t, v_t, x) -> dict:
     """The residual of the substep (x_t, v_t) -> x of ``sim``'s cloth (a clothsim Simulator: its model, material and
     step length h = dt / substeps): {"force_rel": RMS |f_i| / RMS |m_i g|, "step_m": RMS |H_i⁻¹ f_i|,
-    "step_max_m": max |H_i⁻¹ f_i|} over the free vertices."""
+    "step_max_m": max |H_i⁻¹ f_i|, "boundary_rel" / "interior_rel": RMS of |f_i| / (m_i g) on the mesh's boundary /
+    inside it, "boundary_share": the boundary's share of Σ|f_i|²} over the free vertices."""
     solver, m, s = sim.solver, sim.solver.model, sim
     dev = m.device
     h = s.dt / s.substeps
@@ -115,8 +116,20 @@ def step_residual(sim, x_t, v_t, x) -> dict:
     f, d = force.numpy()[free].astype(np.float64), stepv.numpy()[free].astype(np.float64)
     weight = m.mass.numpy()[free].astype(np.float64) * float(np.linalg.norm(g))
     fl, dl = np.linalg.norm(f, axis=1), np.linalg.norm(d, axis=1)
+    # where the residual sits: on the mesh's boundary (vertices of edges with one triangle) or inside, each vertex's
+    # |f_i| over its own weight (boundary vertices carry half or a quarter of an inner one's)
+    tri = m.tri.numpy()
+    e = np.sort(np.concatenate([tri[:, [0, 1]], tri[:, [1, 2]], tri[:, [2, 0]]]), axis=1)
+    uniq, count = np.unique(e, axis=0, return_counts=True)
+    rim = np.zeros(n, dtype=bool)
+    rim[uniq[count == 1].ravel()] = True
+    rim = rim[free]
+    per = fl / weight
     return {"force_rel": float(np.sqrt(np.mean(fl ** 2)) / np.sqrt(np.mean(weight ** 2))),
-            "step_m": float(np.sqrt(np.mean(dl ** 2))), "step_max_m": float(dl.max())}
+            "step_m": float(np.sqrt(np.mean(dl ** 2))), "step_max_m": float(dl.max()),
+            "boundary_rel": float(np.sqrt(np.mean(per[rim] ** 2))) if rim.any() else 0.0,
+            "interior_rel": float(np.sqrt(np.mean(per[~rim] ** 2))) if (~rim).any() else 0.0,
+            "boundary_share": float(np.sum(fl[rim] ** 2) / max(np.sum(fl ** 2), 1e-300))}
 
 
 def projected_step(sim, x_t, v_t, x) -> dict:
@@ -244,11 +257,13 @@ def main(argv=None):
     what = (f"each solver's own last substep of {h * 1e3:.3f} ms after {frames} frames" if own.trajectory else
             f"one substep of {h * 1e3:.3f} ms from clothsim's state after {frames} frames at {a.iterations} iterations")
     print(f"\n{own.case} N = {n}, {a.size:g} m ({a.size / (n - 1) * 1e3:.3f} mm edges), {what}, on {a.device}\n")
-    print("| solver | iterations | force residual / weight | RMS block step [m] | max block step [m] | "
-          f"RMS projected step [m] | RMS distance to clothsim at {max(counts)} it [m] | RMS move in the substep [m] |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    print("| solver | iterations | force residual / weight | on the boundary / inside (per vertex) | boundary's share "
+          "| RMS block step [m] | max block step [m] | RMS projected step [m] | "
+          f"RMS distance to clothsim at {max(counts)} it [m] | RMS move in the substep [m] |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for row in rows:
-        print(f"| {row['solver']} | {row['iterations']} | {row['force_rel']:.3e} | {row['step_m']:.3e} | "
+        print(f"| {row['solver']} | {row['iterations']} | {row['force_rel']:.3e} | {row['boundary_rel']:.3g} / "
+              f"{row['interior_rel']:.3g} | {row['boundary_share']:.2f} | {row['step_m']:.3e} | "
               f"{row['step_max_m']:.3e} | {row['projected_m']:.3e} | {row['rms_to_clothsim_best_m']:.3e} | "
               f"{row['rms_move_m']:.3e} |")
     sg.save_json(a.json, {"case": own.case, "N": n, "size_m": a.size, "frames": frames, "device": a.device,

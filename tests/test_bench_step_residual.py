@@ -2,7 +2,8 @@
 
 - exactness: a sheet in its rest shape carried rigidly to the inertial target y = x_t + h·v_t + h²·g (no strain,
   no strain change, no bend) leaves no force: the residual is 0 to float32 rounding (2.5e-3 of the weight); moved
-  by 1 mm off y it is m/h²·1 mm per vertex, 0.37 of the weight at h = 1/600 s (m/h²·d / (m·g) = d/(h²·g)).
+  by 1 mm off y it is m/h²·1 mm per vertex, 0.37 of the weight at h = 1/600 s (m/h²·d / (m·g) = d/(h²·g)), on
+  the mesh's rim as inside, the rim's share of Σ|f|² being its share of Σm².
 - convergence: from a shared moving state, clothsim's substep leaves a residual that falls as the iterations grow
   (12 x 12 sheet of 0.3 m; on this CPU 1.9 of the weight after 1 iteration, 7.5e-3 from 64 on, the float32 floor).
 - the projected step (one Jacobi sweep of the solve kernel from the end point, bound and contacts included) is the
@@ -40,6 +41,14 @@ def test_rigid_motion_to_the_inertial_target_leaves_no_residual(monkeypatch):
         off = step_residual(sim, x_t, v_t, y + [0.0, 0.0, 1e-3])
         want = 1e-3 / (h * h * float(np.linalg.norm(sim.gravity)))  # 0.367
         assert abs(off["force_rel"] - want) < 0.02 * want, (off, want)
+        # a uniform miss: f_i = m_i·d/h², the same 0.367 of its own weight on the rim as inside, and the rim's share
+        # of Σ|f_i|² is its share of Σm_i² (rim vertices of the 8 x 8 grid carry a half or a quarter of the mass)
+        assert abs(off["boundary_rel"] - want) < 0.02 * want and abs(off["interior_rel"] - want) < 0.02 * want, off
+        rim = np.zeros((8, 8), dtype=bool)
+        rim[0, :] = rim[-1, :] = rim[:, 0] = rim[:, -1] = True
+        mass = sim.solver.model.mass.numpy().astype(np.float64)
+        share = np.sum(mass[rim.ravel()] ** 2) / np.sum(mass ** 2)
+        assert abs(off["boundary_share"] - share) < 1e-3, (off, share)
     finally:
         sim.release()
 
