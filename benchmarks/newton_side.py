@@ -156,39 +156,6 @@ def _watch_kernel():
     return _WATCH_KERNEL
 
 
-_EXTRAPOLATE_KERNEL = None
-
-# NewtonCloth.set_initial_guess("extrapolate"): the last substep's acceleration is clamped to this length [m/s²],
-# clothsim's EXTRAPOLATE_MAX_ACC (2 g; clothsim/solver/vbd.py), so both solvers' extrapolated guesses are one formula
-EXTRAPOLATE_MAX_ACC = 2.0 * 9.80665
-
-
-def _extrapolate_kernel():
-    """The kernel that turns Newton's first guess into clothsim's extrapolated one (built on first use)."""
-    global _EXTRAPOLATE_KERNEL
-    if _EXTRAPOLATE_KERNEL is None:
-        import warp as wp
-
-        @wp.kernel
-        def extrapolate_first_guess(dt: float, max_acc: float, qd: wp.array(dtype=wp.vec3),
-                                    inv_mass: wp.array(dtype=float), v_last: wp.array(dtype=wp.vec3),
-                                    displacement: wp.array(dtype=wp.vec3)):
-            # Newton's forward_step left displacement = h·v + h²·g (its inertial guess, minus the step start);
-            # clothsim's predict_kernel guess_mode 2: h·v + h²·a, a = (v_t − v_{t−1})/h clamped to max_acc
-            i = wp.tid()
-            v = qd[i]
-            if inv_mass[i] > 0.0:
-                a = (v - v_last[i]) / dt
-                la = wp.length(a)
-                if la > max_acc:
-                    a = a * (max_acc / la)
-                displacement[i] = dt * v + (dt * dt) * a
-            v_last[i] = v
-
-        _EXTRAPOLATE_KERNEL = extrapolate_first_guess
-    return _EXTRAPOLATE_KERNEL
-
-
 def newton_available() -> tuple[bool, str]:
     """(True, version) when ``import newton`` works, else (False, reason)."""
     try:
@@ -471,30 +438,12 @@ class NewtonCloth:
             raise ValueError(f"NewtonCloth.set_initial_guess: mode must be 'inertia' or 'extrapolate', got {mode!r}")
         if mode == self.initial_guess:
             return
-        wp, s = self.wp, self.solver
-        for name in ("_initialize_particles", "_penetration_free_truncation"):
-            s.__dict__.pop(name, None)  # back to the class's methods
-        if mode == "extrapolate":
-            if self._v_last is None:
-                self._v_last = wp.zeros(self.n_particles, dtype=wp.vec3, device=self.device)
-                self._reset_guess_history(self.state_0.particle_qd.numpy())
-            init, trunc = s._initialize_particles, s._penetration_free_truncation
-            first = []
+        from newton_guess import use_extrapolated_guess  # beside this file (on sys.path with it)
 
-            def initialize(state_in, state_out, contacts, dt):
-                first.append(state_in)  # the next truncation is the first guess's
-                init(state_in, state_out, contacts, dt)
-
-            def truncate(state, contacts):
-                if first:
-                    state_in = first.pop()
-                    wp.launch(_extrapolate_kernel(), dim=self.n_particles,
-                              inputs=[float(self.dt), EXTRAPOLATE_MAX_ACC, state_in.particle_qd,
-                                      self.model.particle_inv_mass, self._v_last, s.particle_displacements],
-                              device=self.device)
-                trunc(state, contacts)
-
-            s._initialize_particles, s._penetration_free_truncation = initialize, truncate
+        if mode == "extrapolate" and self._v_last is None:
+            self._v_last = self.wp.zeros(self.n_particles, dtype=self.wp.vec3, device=self.device)
+            self._reset_guess_history(self.state_0.particle_qd.numpy())
+        use_extrapolated_guess(self.solver, mode == "extrapolate", self.n_particles, self.dt, self._v_last, self.device)
         self.initial_guess = mode
         self._capture()
 
