@@ -88,20 +88,28 @@ def step_residual_kernel(
     step[i] = dx
 
 
+def _substep(sim, x_t, v_t, x):
+    """The substep (x_t, v_t) -> x of ``sim``'s cloth as predict_kernel sets it up: (h, free-vertex mask, gravity,
+    x_t, x as float32 (N, 3), the inertial target y = x_t + h·v_t + h²·g, pinned vertices held at x_t)."""
+    m = sim.solver.model
+    n = m.particle_count
+    h = sim.dt / sim.substeps
+    free = m.inv_mass.numpy() > 0.0
+    x_t, v_t, x = (np.asarray(a, dtype=np.float32).reshape(n, 3) for a in (x_t, v_t, x))
+    g = np.asarray(sim.gravity, dtype=np.float32)
+    y = np.where(free[:, None], x_t + h * v_t + (h * h) * g, x_t).astype(np.float32)
+    return h, free, g, x_t, x, y
+
+
 def step_residual(sim, x_t, v_t, x) -> dict:
     """The residual of the substep (x_t, v_t) -> x of ``sim``'s cloth (a clothsim Simulator: its model, material and
     step length h = dt / substeps): {"force_rel": RMS |f_i| / RMS |m_i g|, "step_m": RMS |H_i⁻¹ f_i|,
     "step_max_m": max |H_i⁻¹ f_i|, "boundary_rel" / "interior_rel": RMS of |f_i| / (m_i g) on the mesh's boundary /
     inside it, "boundary_share": the boundary's share of Σ|f_i|²} over the free vertices."""
-    solver, m, s = sim.solver, sim.solver.model, sim
+    solver, m = sim.solver, sim.solver.model
     dev = m.device
-    h = s.dt / s.substeps
     n = m.particle_count
-    inv_mass = m.inv_mass.numpy()
-    free = inv_mass > 0.0
-    x_t, v_t, x = (np.asarray(a, dtype=np.float32).reshape(n, 3) for a in (x_t, v_t, x))
-    g = np.asarray(s.gravity, dtype=np.float32)
-    y = np.where(free[:, None], x_t + h * v_t + (h * h) * g, x_t).astype(np.float32)
+    h, free, g, x_t, x, y = _substep(sim, x_t, v_t, x)
     xa, xpa, ya = (wp.array(a, dtype=wp.vec3, device=dev) for a in (x, x_t, y))
     theta = wp.zeros(len(m.host_bend), dtype=float, device=dev)
     normals = wp.zeros(n, dtype=wp.vec3, device=dev)
@@ -146,13 +154,10 @@ def projected_step(sim, x_t, v_t, x) -> dict:
     if float(sim.jacobi_omega) != 1.0:
         raise ValueError(f"projected_step: jacobi_omega {sim.jacobi_omega} scales the step; build the judge with 1")
     dev = m.device
-    h = sim.dt / sim.substeps
     n = m.particle_count
-    free = m.inv_mass.numpy() > 0.0
-    x_t, v_t, x = (np.asarray(a, dtype=np.float32).reshape(n, 3) for a in (x_t, v_t, x))
-    g = np.asarray(sim.gravity, dtype=np.float32)
+    h, free, _g, x_t, x, y = _substep(sim, x_t, v_t, x)
     solver.x_prev.assign(x_t)
-    solver.y.assign(np.where(free[:, None], x_t + h * v_t + (h * h) * g, x_t).astype(np.float32))
+    solver.y.assign(y)
     nbend = len(m.host_bend)
     if nbend:
         wp.launch(K.edge_angles_kernel, nbend, inputs=[nbend, 1, solver.x_prev, m.bend, solver.theta_prev], device=dev)
